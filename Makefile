@@ -1,0 +1,33 @@
+# nlu_engine: `make demo` trains the example assistant and parses messages; `make test` runs the tests.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test test-slow lint benchmark clean
+
+install: $(STAMP)
+
+$(STAMP): setup.py pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make install: needs $(PYTHON) on PATH"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[all]"
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/nlu-engine train --config pipelines/diet.yml --data data/nlu.yml --out models --fixed-model-name demo
+	printf '%s\n' "hi there" "book a table for two in Berlin tomorrow" "what's the weather in paris" "thanks, bye" \
+	  | $(BIN)/nlu-engine parse -m models/demo.tar.gz
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-slow: install
+	$(BIN)/python -m pytest -q -m slow
+
+lint: install
+	$(BIN)/ruff check nlu_engine tests
+
+clean:
+	rm -rf $(VENV) models results build *.egg-info

@@ -1,0 +1,34 @@
+"""nlu_engine: intent classification and entity extraction for chatbots, Rasa NLU compatible."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+MINIMUM_COMPATIBLE_VERSION = "0.1.0"
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.model import Model
+
+
+def train(
+    config: str | Any,
+    data: str | list[str] | Any,
+    out: str = "models",
+    fixed_model_name: str | None = None,
+    overrides: list[str] | None = None,
+) -> str:
+    """Train a pipeline on Rasa training data and write a model archive; returns its path."""
+    from nlu_engine.model import train as _train
+
+    return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides))
+
+
+def load(path: str) -> Model:
+    """Load a model archive (``.tar.gz``) or a folder of archives (the newest is taken)."""
+    from nlu_engine.model import Model
+
+    return Model.load(path)
+
+
+__all__ = ["__version__", "load", "train"]

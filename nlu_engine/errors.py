@@ -1,0 +1,28 @@
+"""Errors a user can act on: one line naming the file, component or field and what to do."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+class NLUError(Exception):
+    """A problem in the user's input (data, config, archive, request): shown as one line, no traceback."""
+
+
+class DataError(NLUError):
+    """Training data that cannot be read."""
+
+
+class ConfigError(NLUError):
+    """A pipeline config that cannot be built."""
+
+
+class ArchiveError(NLUError):
+    """A model archive that cannot be loaded safely."""
+
+
+def closest(word: str, choices: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{match[0]}'?)" if match else ""

@@ -1,0 +1,124 @@
+"""The data that flows through a pipeline: Message, Token, Features.
+
+A training example and a message to parse are both a ``Message``. Gold annotations live in
+``intent`` and ``entities``; a parse starts from a Message with only ``text`` and the components
+fill ``intent``, ``intent_confidence``, ``intent_ranking`` and ``entities``.
+
+Entities are plain dicts in Rasa's JSON form: ``entity``, ``start``, ``end``, ``value`` and
+optionally ``role``, ``group``, ``confidence_entity``, ``extractor``, ``processors``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse
+
+TEXT = "text"
+INTENT = "intent"
+RESPONSE = "response"
+
+FeatureKind = Literal["sequence", "sentence"]
+
+
+@dataclass
+class Token:
+    """A token with its character span in the message text."""
+
+    text: str
+    start: int
+    end: int
+    lemma: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Features:
+    """Features one featurizer computed for one attribute of one message.
+
+    ``sequence`` features have one row per token, ``sentence`` features one row.
+    ``matrix`` is a ``scipy.sparse.csr_matrix`` (sparse) or a float32 ``np.ndarray`` (dense).
+    """
+
+    matrix: scipy.sparse.csr_matrix | np.ndarray
+    kind: FeatureKind
+    attribute: str
+    origin: str
+
+    @property
+    def is_sparse(self) -> bool:
+        return scipy.sparse.issparse(self.matrix)
+
+
+@dataclass
+class Message:
+    """One training example or one message to parse."""
+
+    text: str
+    intent: str | None = None
+    entities: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+    # Predictions (and gold confidence 1.0 for training data).
+    intent_confidence: float = 0.0
+    intent_ranking: list[dict[str, Any]] = field(default_factory=list)
+    # Retrieval intents: "faq/ask_name" is kept whole here; ``intent`` holds "faq".
+    intent_response_key: str | None = None
+    response_selector: dict[str, Any] | None = None
+    # Filled by tokenizers and featurizers, per attribute ("text", "intent", ...).
+    tokens: dict[str, list[Token]] = field(default_factory=dict)
+    features: list[Features] = field(default_factory=list)
+    # Free-form data other components may share (e.g. a spaCy doc); never serialised.
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, attribute: str) -> str | None:
+        """The string value of an attribute: the text, or the intent name."""
+        if attribute == TEXT:
+            return self.text
+        if attribute == INTENT:
+            return self.intent
+        if attribute == RESPONSE:
+            return self.extra.get(RESPONSE)
+        return None
+
+    def features_for(
+        self,
+        attribute: str,
+        kind: FeatureKind,
+        sparse: bool,
+        origins: list[str] | None = None,
+    ) -> scipy.sparse.csr_matrix | np.ndarray | None:
+        """All features of one attribute, kind and sparsity stacked side by side (None if none)."""
+        found = [
+            f.matrix
+            for f in self.features
+            if f.attribute == attribute
+            and f.kind == kind
+            and f.is_sparse == sparse
+            and (not origins or f.origin in origins)
+        ]
+        if not found:
+            return None
+        if sparse:
+            return scipy.sparse.hstack(found, format="csr")
+        return np.concatenate(found, axis=-1).astype(np.float32)
+
+    def add_features(self, features: Features) -> None:
+        """Add features; a featurizer never overwrites another's."""
+        self.features.append(features)
+
+    def as_parse_result(self) -> dict[str, Any]:
+        """Rasa's ``/model/parse`` JSON for this message."""
+        result: dict[str, Any] = {
+            "text": self.text,
+            "intent": {"name": self.intent, "confidence": float(self.intent_confidence)},
+            "entities": [dict(e) for e in self.entities],
+            "text_tokens": [[t.start, t.end] for t in self.tokens.get(TEXT, [])],
+            "intent_ranking": [dict(r) for r in self.intent_ranking],
+        }
+        if self.intent_response_key and self.intent and "/" in self.intent_response_key:
+            result["intent"]["full_retrieval_intent_name"] = self.intent_response_key
+        if self.response_selector is not None:
+            result["response_selector"] = self.response_selector
+        return result

@@ -1,0 +1,317 @@
+"""Token tags for entities and back: the pure-Python side of entity extraction.
+
+Training: ``entity_tags(tokens, entities)`` gives one tag per token — BILOU tags (``B-city``
+begin, ``I-city`` inside, ``L-city`` last, ``U-city`` unit, ``O`` outside) or plain type names.
+
+Inference: ``spans_to_entities(text, tokens, tags, confidences)`` turns predicted tags into
+entity dicts with Rasa's rules (``EntityExtractorMixin.convert_predictions_into_entities``):
+
+1. BILOU tags are first repaired (``ensure_consistent_bilou``): a ``B-`` run ends at the next
+   ``L-``, or before the first tag that is neither ``I-`` nor ``L-`` (``B-a I-a O`` becomes
+   ``B-a L-a O``); a run with mixed types takes the type with the best harmonic mean of mean
+   confidence and share of tokens; an ``I-``/``L-`` without a ``B-`` before it starts a run of
+   its own (a lone ``L-a`` or ``I-a`` becomes ``U-a``).
+2. Runs of tokens (``tags_to_spans``) are split again where the role or group changes, and
+   where the characters between two tokens are not a single character, or are up to three of
+   ``.``, ``,``, ``;`` and space while ``split_entities_by_comma`` is true for that type.
+3. ``value`` is ``text[start:end]``; each confidence is the minimum over the entity's tokens.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from nlu_engine.message import Token
+
+NO_ENTITY = "O"
+BEGIN, INSIDE, LAST, UNIT = "B-", "I-", "L-", "U-"
+BILOU_PREFIXES = (BEGIN, INSIDE, LAST, UNIT)
+TagName = Literal["entity", "role", "group"]
+# Characters that may sit between two tokens of one entity when entities are not split by comma.
+SINGLE_ENTITY_JOINERS = frozenset(".,; ")
+
+
+def bilou_prefix(tag: str) -> str | None:
+    """``"B-"``, ``"I-"``, ``"L-"``, ``"U-"`` or None."""
+    return tag[:2] if tag[:2] in BILOU_PREFIXES else None
+
+
+def tag_without_prefix(tag: str) -> str:
+    """``"B-city"`` -> ``"city"``; ``"O"`` and plain names are returned unchanged."""
+    return tag[2:] if tag[:2] in BILOU_PREFIXES else tag
+
+
+# --- entities -> tags ------------------------------------------------------------------------
+def entity_tags(
+    tokens: Sequence[Token],
+    entities: Sequence[Mapping[str, Any]],
+    tag: TagName = "entity",
+    bilou: bool = True,
+) -> list[str]:
+    """One tag per token for the entities' ``tag`` attribute (type, role or group).
+
+    Entities without that attribute are ignored (their tokens get ``O``). With ``bilou``, an
+    entity must align with token boundaries to be tagged (see ``misaligned_entities``); without
+    it, a token takes the label of the entity it overlaps most, as Rasa does.
+    """
+    labelled = [
+        (int(e["start"]), int(e["end"]), str(e[tag]))
+        for e in entities
+        if e.get(tag) is not None and str(e[tag]) not in ("", NO_ENTITY)
+    ]
+    tags = [NO_ENTITY] * len(tokens)
+    if bilou:
+        first_of = {token.start: i for i, token in enumerate(tokens)}
+        last_of = {token.end: i for i, token in enumerate(tokens)}
+        for start, end, label in labelled:
+            first, last = first_of.get(start), last_of.get(end)
+            if first is None or last is None or last < first:
+                continue
+            if first == last:
+                tags[first] = UNIT + label
+                continue
+            tags[first] = BEGIN + label
+            for i in range(first + 1, last):
+                tags[i] = INSIDE + label
+            tags[last] = LAST + label
+        return tags
+    for i, token in enumerate(tokens):
+        best, best_overlap = NO_ENTITY, 0
+        for start, end, label in labelled:
+            overlap = min(token.end, end) - max(token.start, start)
+            if overlap > best_overlap:
+                best, best_overlap = label, overlap
+        tags[i] = best
+    return tags
+
+
+def misaligned_entities(
+    tokens: Sequence[Token], entities: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """Entities whose start is no token's start or whose end is no token's end."""
+    starts = {token.start for token in tokens}
+    ends = {token.end for token in tokens}
+    return [e for e in entities if e["start"] not in starts or e["end"] not in ends]
+
+
+# --- tags -> spans ---------------------------------------------------------------------------
+def ensure_consistent_bilou(
+    tags: Sequence[str], confidences: Sequence[float] | None = None
+) -> tuple[list[str], list[float] | None]:
+    """Repair a predicted BILOU sequence (rule 1 of the module docstring).
+
+    Returns new lists; tokens whose type changed get the winning type's score as confidence.
+    """
+    tags = list(tags)
+    scores = list(confidences) if confidences is not None else None
+    i = 0
+    while i < len(tags):
+        prefix = bilou_prefix(tags[i])
+        if prefix is None or prefix == UNIT:
+            i += 1
+            continue
+        last = i if prefix == LAST else _run_end(i, tags)
+        types = [tag_without_prefix(t) for t in tags[i : last + 1]]
+        label = types[0]
+        if len(set(types)) > 1:
+            weights = scores[i : last + 1] if scores is not None else [1.0] * len(types)
+            label, score = _type_to_use(types, weights)
+            if scores is not None:
+                for j in range(i, last + 1):
+                    if types[j - i] != label:
+                        scores[j] = round(score, 2)
+        if last == i:
+            tags[i] = UNIT + label
+        else:
+            tags[i] = BEGIN + label
+            for j in range(i + 1, last):
+                tags[j] = INSIDE + label
+            tags[last] = LAST + label
+        i = last + 1
+    return tags, scores
+
+
+def _run_end(start: int, tags: Sequence[str]) -> int:
+    """Index of the last token of the run starting at ``start`` (a ``B-`` or lone ``I-``)."""
+    i = start + 1
+    while i < len(tags):
+        prefix = bilou_prefix(tags[i])
+        if prefix == LAST:
+            return i
+        if prefix != INSIDE:
+            return i - 1
+        i += 1
+    return len(tags) - 1
+
+
+def _type_to_use(types: list[str], confidences: Sequence[float]) -> tuple[str, float]:
+    """Rasa's choice for a run with mixed types: the best harmonic mean of the type's mean
+    confidence and its share of the run's tokens."""
+    by_type: dict[str, list[float]] = defaultdict(list)
+    for label, confidence in zip(types, confidences, strict=True):
+        by_type[label].append(float(confidence))
+    counts = Counter(types)
+    best, best_score = types[0], -1.0
+    for label, values in by_type.items():
+        mean = round(sum(values) / len(values), 2)
+        share = round(counts[label] / len(types), 2)
+        score = 2 * mean * share / (mean + share) if mean + share > 0 else 0.0
+        if score > best_score:
+            best, best_score = label, score
+    return best, best_score
+
+
+def tags_to_spans(tags: Sequence[str], bilou: bool = True) -> list[tuple[str, int, int]]:
+    """``(type, first_token, last_token)`` for each entity the tags describe.
+
+    With ``bilou`` the tags are repaired first (``ensure_consistent_bilou``) and a span is a
+    ``U-`` token or a ``B- … L-`` run; without it, a span is a run of equal non-``O`` tags.
+    """
+    spans: list[tuple[str, int, int]] = []
+    if bilou:
+        repaired, _ = ensure_consistent_bilou(tags)
+        start = 0
+        for i, tag in enumerate(repaired):
+            prefix = bilou_prefix(tag)
+            if prefix == UNIT:
+                spans.append((tag[2:], i, i))
+            elif prefix == BEGIN:
+                start = i
+            elif prefix == LAST:
+                spans.append((tag[2:], start, i))
+        return spans
+    i = 0
+    while i < len(tags):
+        if tags[i] == NO_ENTITY:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(tags) and tags[j + 1] == tags[i]:
+            j += 1
+        spans.append((tags[i], i, j))
+        i = j + 1
+    return spans
+
+
+# --- tags -> entities ------------------------------------------------------------------------
+def spans_to_entities(
+    text: str,
+    tokens: Sequence[Token],
+    token_tags: Sequence[str] | Mapping[str, Sequence[str]],
+    token_confidences: Sequence[float] | Mapping[str, Sequence[float]] | None = None,
+    *,
+    extractor: str | None = None,
+    split_entities_by_comma: bool | Mapping[str, bool] = True,
+    bilou: bool = True,
+) -> list[dict[str, Any]]:
+    """Entity dicts from per-token predictions (the module docstring gives the rules).
+
+    Args:
+        text: the message text the tokens index into.
+        tokens: the message's tokens (no sentence/CLS token).
+        token_tags: one tag per token — a list of entity-type tags, or a mapping
+            ``{"entity": [...], "role": [...], "group": [...]}`` (role and group optional).
+        token_confidences: one confidence per token, as a list (for ``entity``) or a mapping
+            with the same keys as ``token_tags``; ``None`` leaves out the confidence fields.
+        extractor: written into each entity as ``extractor`` when given.
+        split_entities_by_comma: whether ``a, b`` of one type are two entities; a bool for
+            all types or ``{type: bool}`` (a missing type uses ``True``, Rasa's default; the
+            key ``"split_entities_by_comma"`` in the mapping sets that default).
+        bilou: whether the tags carry BILOU prefixes (they are repaired first).
+
+    Returns:
+        ``[{"entity", "start", "end", "value", "confidence_entity"?, "role"?,
+        "confidence_role"?, "group"?, "confidence_group"?, "extractor"?}]`` in text order.
+    """
+    tags = dict(token_tags) if isinstance(token_tags, Mapping) else {"entity": list(token_tags)}
+    if token_confidences is None:
+        confidences: dict[str, list[float]] | None = None
+    elif isinstance(token_confidences, Mapping):
+        confidences = {k: [float(c) for c in v] for k, v in token_confidences.items()}
+    else:
+        confidences = {"entity": [float(c) for c in token_confidences]}
+    for name, values in tags.items():
+        if len(values) != len(tokens):
+            raise ValueError(f"{len(values)} {name} tags for {len(tokens)} tokens")
+    if confidences is not None:
+        for name, scores in confidences.items():
+            if len(scores) != len(tokens):
+                raise ValueError(f"{len(scores)} {name} confidences for {len(tokens)} tokens")
+
+    entity_tags_ = list(tags["entity"])
+    if bilou:
+        entity_scores = confidences.get("entity") if confidences else None
+        entity_tags_, repaired_scores = ensure_consistent_bilou(entity_tags_, entity_scores)
+        if confidences is not None and repaired_scores is not None:
+            confidences["entity"] = repaired_scores
+    attribute_tags = {
+        name: [tag_without_prefix(t) for t in tags[name]] for name in ("role", "group") if name in tags
+    }
+
+    entities: list[dict[str, Any]] = []
+    for label, first, last in tags_to_spans(entity_tags_, bilou=bilou):
+        for piece_first, piece_last in _split_span(
+            text, tokens, first, last, attribute_tags, _splits(split_entities_by_comma, label)
+        ):
+            entities.append(
+                _entity(text, tokens, label, piece_first, piece_last, attribute_tags, confidences)
+            )
+    for entity in entities:
+        if extractor is not None:
+            entity["extractor"] = extractor
+    return entities
+
+
+def _splits(setting: bool | Mapping[str, bool], label: str) -> bool:
+    if isinstance(setting, Mapping):
+        return bool(setting.get(label, setting.get("split_entities_by_comma", True)))
+    return bool(setting)
+
+
+def _split_span(
+    text: str,
+    tokens: Sequence[Token],
+    first: int,
+    last: int,
+    attribute_tags: Mapping[str, list[str]],
+    split_by_comma: bool,
+) -> list[tuple[int, int]]:
+    pieces: list[tuple[int, int]] = []
+    start = first
+    for i in range(first + 1, last + 1):
+        role_or_group_changed = any(values[i] != values[i - 1] for values in attribute_tags.values())
+        gap = text[tokens[i - 1].end : tokens[i].start]
+        joined = len(gap) <= 1 or (
+            not split_by_comma and len(gap) <= 3 and all(c in SINGLE_ENTITY_JOINERS for c in gap)
+        )
+        if role_or_group_changed or not joined:
+            pieces.append((start, i - 1))
+            start = i
+    pieces.append((start, last))
+    return pieces
+
+
+def _entity(
+    text: str,
+    tokens: Sequence[Token],
+    label: str,
+    first: int,
+    last: int,
+    attribute_tags: Mapping[str, list[str]],
+    confidences: Mapping[str, list[float]] | None,
+) -> dict[str, Any]:
+    start, end = tokens[first].start, tokens[last].end
+    entity: dict[str, Any] = {"entity": label, "start": start, "end": end}
+    if confidences is not None and "entity" in confidences:
+        entity["confidence_entity"] = min(confidences["entity"][first : last + 1])
+    for name in ("role", "group"):
+        values = attribute_tags.get(name)
+        if values is None or values[first] == NO_ENTITY:
+            continue
+        entity[name] = values[first]
+        if confidences is not None and name in confidences:
+            entity[f"confidence_{name}"] = min(confidences[name][first : last + 1])
+    entity["value"] = text[start:end]
+    return entity

@@ -1,0 +1,169 @@
+"""Load NLU training data from files and directories; write it back out.
+
+``load_data`` takes a file, a directory (searched recursively) or a list of both. Formats may be
+mixed; each file's format comes from its extension, then its content:
+
+- ``.yml`` / ``.yaml``: Rasa 3 YAML (files without ``nlu:`` or ``responses:`` — a config or the
+  rest of a domain — are skipped while scanning a directory);
+- ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section);
+- ``.json``: Rasa JSON (skipped in a directory when it has no ``rasa_nlu_data``).
+
+A file named explicitly must hold NLU data. Files and folders whose name starts with ``.`` are
+not searched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from nlu_engine.errors import DataError
+from nlu_engine.training_data.rasa_json import (
+    ROOT_KEY,
+    from_rasa_json_dict,
+    load_json,
+    write_rasa_json,
+)
+from nlu_engine.training_data.rasa_markdown import (
+    SECTION_HEADER,
+    parse_rasa_markdown,
+    read_text_file,
+)
+from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml, write_rasa_yaml
+from nlu_engine.training_data.training_data import TrainingData
+
+DATA_EXTENSIONS = (".yml", ".yaml", ".md", ".json")
+Format = Literal["yaml", "markdown", "json"]
+
+
+def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
+    """All NLU data found at ``paths`` (a file, a directory, or a list of them), merged.
+
+    Files are read in the order given; a directory's files in sorted path order.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    targets = [Path(p) for p in paths]
+    if not targets:
+        raise DataError("no training data path given; name a data file or directory")
+    parts: list[TrainingData] = []
+    seen: set[Path] = set()
+    for target in targets:
+        if not target.exists():
+            raise DataError(f"{target}: not found; check the training data path")
+        if target.is_dir():
+            found = [p for p in data_files(target) if p.resolve() not in seen]
+            loaded = [(p, load_file(p, explicit=False)) for p in found]
+            loaded_parts = [data for _, data in loaded if data is not None]
+            if not loaded_parts:
+                raise DataError(
+                    f"{target}: no NLU training data found in this directory; add Rasa "
+                    "YAML (nlu:), Markdown (## intent:) or JSON (rasa_nlu_data) files"
+                )
+            seen.update(p.resolve() for p, _ in loaded)
+            parts.extend(loaded_parts)
+        elif target.resolve() not in seen:
+            seen.add(target.resolve())
+            parts.append(_load_explicit(target))
+    merged = parts[0]
+    for part in parts[1:]:
+        merged = merged.merge(part)
+    return merged
+
+
+def data_files(directory: Path) -> list[Path]:
+    """Candidate data files under ``directory`` (recursive, sorted, no hidden names)."""
+    return sorted(
+        path
+        for path in directory.rglob("*")
+        if path.is_file()
+        and path.suffix.lower() in DATA_EXTENSIONS
+        and not any(part.startswith(".") for part in path.relative_to(directory).parts)
+    )
+
+
+def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
+    """The NLU data of one file.
+
+    With ``explicit=False`` (directory scanning) a file without NLU data gives ``None``; with
+    ``explicit=True`` it is a ``DataError``.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: not found; check the training data path")
+    content = read_text_file(path)
+    fmt = detect_format(path, content)
+    data: TrainingData | None = None
+    if fmt == "yaml":
+        data = parse_rasa_yaml(content, source=str(path))
+    elif fmt == "markdown":
+        if SECTION_HEADER.search(content):
+            data = parse_rasa_markdown(content, source=str(path), base_dir=path.parent)
+    else:
+        document = load_json(content, str(path))
+        if isinstance(document, dict) and ROOT_KEY in document:
+            if not isinstance(document[ROOT_KEY], dict):
+                raise DataError(f"{path}: '{ROOT_KEY}' must be an object with 'common_examples'")
+            data = from_rasa_json_dict(document[ROOT_KEY], str(path), path.parent)
+    if data is not None and _is_empty(data):
+        data = None
+    if data is None and explicit:
+        raise DataError(
+            f"{path}: holds no NLU training data; expected Rasa YAML with 'nlu:' (or "
+            "'responses:'), Markdown with '## intent:NAME' sections, or JSON with "
+            f"'{ROOT_KEY}'"
+        )
+    return data
+
+
+def _load_explicit(path: Path) -> TrainingData:
+    data = load_file(path, explicit=True)
+    if data is None:  # load_file raises first; this keeps the type checker honest
+        raise DataError(f"{path}: holds no NLU training data")
+    return data
+
+
+def detect_format(path: Path, content: str) -> Format:
+    """The data format of a file, from its extension, else from its content."""
+    suffix = path.suffix.lower()
+    if suffix in (".yml", ".yaml"):
+        return "yaml"
+    if suffix == ".md":
+        return "markdown"
+    if suffix == ".json":
+        return "json"
+    stripped = content.lstrip()
+    if stripped.startswith("{") and ROOT_KEY in stripped:
+        return "json"
+    if SECTION_HEADER.search(content):
+        return "markdown"
+    return "yaml"
+
+
+def _is_empty(data: TrainingData) -> bool:
+    return not (
+        data.messages
+        or data.synonyms
+        or data.regex_features
+        or data.lookup_tables
+        or data.responses
+    )
+
+
+def write_data(
+    data: TrainingData, path: str | Path, format: Literal["yaml", "json"] | None = None
+) -> Path:
+    """Write ``data`` as Rasa YAML or JSON (default: from the extension, ``.json`` or YAML)."""
+    path = Path(path)
+    if format is None:
+        if path.suffix.lower() == ".md":
+            raise DataError(
+                f"{path}: Markdown is read but not written; use a .yml or .json file name"
+            )
+        format = "json" if path.suffix.lower() == ".json" else "yaml"
+    if format == "json":
+        return write_rasa_json(data, path)
+    if format == "yaml":
+        return write_rasa_yaml(data, path)
+    raise DataError(f"{path}: unknown data format '{format}'; use 'yaml' or 'json'")

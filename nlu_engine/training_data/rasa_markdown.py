@@ -1,0 +1,131 @@
+"""Reader for Rasa 1.x Markdown NLU data (no writer: the format is deprecated).
+
+    ## intent:greet
+    - hey
+    - I live in [Berlin](city)
+    ## synonym:New York
+    - NYC
+    ## regex:zipcode
+    - [0-9]{5}
+    ## lookup:banks
+    - JPMC
+    ## lookup:cities
+    data/cities.txt          <- a file with one element a line
+
+Items may start with ``-``, ``*`` or ``+`` and be indented; ``<!-- ... -->`` comments (also over
+several lines) are ignored, as are other non-item lines.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nlu_engine.errors import DataError, closest
+from nlu_engine.message import Message
+from nlu_engine.training_data.annotations import parse_annotated, synonyms_from_entities
+from nlu_engine.training_data.training_data import TrainingData
+
+SECTIONS = ("intent", "synonym", "regex", "lookup")
+
+_COMMENT = re.compile(r"<!--[\s\S]*?--!*>")
+_HEADER = re.compile(r"##\s*(?P<section>[^:]+?)\s*:\s*(?P<title>.+?)\s*$")
+_ITEM = re.compile(r"[-*+]\s*(?P<item>.*)$")
+# Cheap test for "this file holds Rasa Markdown NLU data".
+SECTION_HEADER = re.compile(r"^\s*##\s*(intent|synonym|regex|lookup)\s*:", re.MULTILINE)
+
+
+def read_rasa_markdown(path: str | Path) -> TrainingData:
+    """Read a Rasa Markdown file. Lookup file paths are resolved relative to the file."""
+    path = Path(path)
+    return parse_rasa_markdown(read_text_file(path), source=str(path), base_dir=path.parent)
+
+
+def parse_rasa_markdown(
+    content: str, source: str = "<markdown>", base_dir: Path | None = None
+) -> TrainingData:
+    """Parse Rasa Markdown text; ``source`` names it in errors."""
+    # Blank out comments but keep their line breaks so line numbers stay right.
+    content = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), content)
+    data = TrainingData()
+    section: str | None = None
+    title = ""
+    lookups: dict[str, list[str]] = {}
+    for number, raw in enumerate(content.splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        where = f"{source}:{number}"
+        header = _HEADER.match(line)
+        if header:
+            section, title = header.group("section").lower(), header.group("title")
+            if section not in SECTIONS:
+                raise DataError(
+                    f"{where}: unknown section '## {header.group('section')}:'"
+                    f"{closest(section, SECTIONS)}; use one of "
+                    + ", ".join(f"'## {s}:'" for s in SECTIONS)
+                )
+            if section == "lookup":
+                lookups.setdefault(title, [])
+            continue
+        item = _ITEM.match(line)
+        if item is None:
+            if section == "lookup":  # a file with the table's elements
+                lookups[title].extend(read_lookup_file(line, base_dir, where))
+            continue
+        text = item.group("item").strip()
+        if not text:
+            continue
+        if section is None:
+            raise DataError(
+                f"{where}: example {text!r} is outside any section; put it under a "
+                "'## intent:NAME' heading"
+            )
+        if section == "intent":
+            plain, entities = parse_annotated(text, where)
+            data.messages.append(_message(plain, title, entities))
+            data.synonyms.update(synonyms_from_entities(plain, entities))
+        elif section == "synonym":
+            data.synonyms[text] = title
+        elif section == "regex":
+            data.regex_features.append({"name": title, "pattern": text})
+        else:
+            lookups[title].append(text)
+    data.lookup_tables = [{"name": n, "elements": e} for n, e in lookups.items()]
+    return data
+
+
+def _message(text: str, intent: str, entities: list[dict]) -> Message:
+    return Message(
+        text=text,
+        intent=intent,
+        entities=entities,
+        intent_response_key=intent if "/" in intent else None,
+    )
+
+
+def read_lookup_file(name: str, base_dir: Path | None, where: str) -> list[str]:
+    """The elements of a lookup-table file (one a line), relative to ``base_dir`` or the cwd."""
+    candidates = [Path(name)] if Path(name).is_absolute() else []
+    if base_dir is not None and not candidates:
+        candidates.append(base_dir / name)
+    candidates.append(Path(name))
+    for candidate in candidates:
+        if candidate.is_file():
+            text = read_text_file(candidate)
+            return [line.strip() for line in text.splitlines() if line.strip()]
+    raise DataError(
+        f"{where}: lookup table file '{name}' not found; give a path relative to the data "
+        "file, or list the elements as '- element' lines"
+    )
+
+
+def read_text_file(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise DataError(f"{path}: not found; check the path") from None
+    except UnicodeDecodeError as error:
+        raise DataError(
+            f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8"
+        ) from None

@@ -1,0 +1,175 @@
+"""Checks on NLU training data: counts and warnings a user can act on.
+
+``validate(data, tokenize)`` counts examples, intents and entity types and warns about:
+
+- the same example text under two or more intents (the classifier cannot learn both);
+- the same example repeated within one intent (it weighs more and can leak into test splits);
+- intents with fewer than two examples (they cannot be split or learned);
+- examples with empty text, and examples without an intent;
+- entity annotations with whitespace at their edges, and — given a ``tokenize`` function —
+  annotations that do not fall on token boundaries (tag-based extractors skip those).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from nlu_engine.message import Token
+from nlu_engine.training_data.bilou import misaligned_entities
+from nlu_engine.training_data.training_data import TrainingData
+
+MIN_EXAMPLES_PER_INTENT = 2
+
+
+@dataclass
+class DataCounts:
+    """How much of everything a TrainingData holds."""
+
+    examples: int = 0
+    intents: int = 0
+    entity_types: int = 0
+    entity_annotations: int = 0
+    synonyms: int = 0
+    regex_features: int = 0
+    lookup_tables: int = 0
+    responses: int = 0
+    per_intent: dict[str, int] = field(default_factory=dict)
+    per_entity: dict[str, int] = field(default_factory=dict)
+    per_role: dict[str, int] = field(default_factory=dict)
+    per_group: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ValidationReport:
+    """``counts`` and human-readable ``warnings`` (empty when the data looks fine)."""
+
+    counts: DataCounts
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.warnings
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"counts": asdict(self.counts), "warnings": list(self.warnings)}
+
+    def format(self) -> str:
+        """A plain-text report: totals, per-intent and per-entity counts, then warnings."""
+        c = self.counts
+        lines = [
+            f"{c.examples} examples, {c.intents} intents, {c.entity_types} entity types "
+            f"({c.entity_annotations} annotations), {c.synonyms} synonyms, "
+            f"{c.regex_features} regex features, {c.lookup_tables} lookup tables, "
+            f"{c.responses} responses",
+        ]
+        for title, table in (
+            ("intents", c.per_intent),
+            ("entities", c.per_entity),
+            ("roles", c.per_role),
+            ("groups", c.per_group),
+        ):
+            if not table:
+                continue
+            lines.append(f"{title}:")
+            width = max(len(name) for name in table)
+            lines.extend(f"  {name:<{width}}  {count:>6}" for name, count in table.items())
+        if self.warnings:
+            lines.append(f"{len(self.warnings)} warnings:")
+            lines.extend(f"  - {warning}" for warning in self.warnings)
+        else:
+            lines.append("no warnings")
+        return "\n".join(lines)
+
+
+def count(data: TrainingData) -> DataCounts:
+    """The counts part of the report."""
+    per_intent = Counter(m.intent_response_key or m.intent for m in data.messages if m.intent)
+    per_entity: Counter[str] = Counter()
+    per_role: Counter[str] = Counter()
+    per_group: Counter[str] = Counter()
+    for message in data.messages:
+        for entity in message.entities:
+            per_entity[entity["entity"]] += 1
+            if entity.get("role") is not None:
+                per_role[str(entity["role"])] += 1
+            if entity.get("group") is not None:
+                per_group[str(entity["group"])] += 1
+    return DataCounts(
+        examples=len(data.messages),
+        intents=len(per_intent),
+        entity_types=len(per_entity),
+        entity_annotations=sum(per_entity.values()),
+        synonyms=len(data.synonyms),
+        regex_features=len(data.regex_features),
+        lookup_tables=len(data.lookup_tables),
+        responses=len(data.responses),
+        per_intent=dict(sorted(per_intent.items())),
+        per_entity=dict(sorted(per_entity.items())),
+        per_role=dict(sorted(per_role.items())),
+        per_group=dict(sorted(per_group.items())),
+    )
+
+
+def validate(
+    data: TrainingData, tokenize: Callable[[str], list[Token]] | None = None
+) -> ValidationReport:
+    """Count ``data`` and collect warnings; ``tokenize`` enables the token-boundary check."""
+    counts = count(data)
+    warnings: list[str] = []
+
+    intents_of: dict[str, Counter[str]] = defaultdict(Counter)
+    for message in data.messages:
+        name = message.intent_response_key or message.intent
+        if not message.text.strip():
+            warnings.append(f"an example of intent '{name}' has empty text; remove it")
+            continue
+        if not name:
+            warnings.append(f"example '{message.text}' has no intent; give it one or remove it")
+            continue
+        intents_of[message.text][name] += 1
+
+    for text, intents in intents_of.items():
+        if len(intents) > 1:
+            names = " and ".join(f"'{i}'" for i in sorted(intents))
+            warnings.append(
+                f"example '{text}' appears under intents {names}; keep it under one intent"
+            )
+        for intent, times in sorted(intents.items()):
+            if times > 1:
+                warnings.append(
+                    f"example '{text}' appears {times} times under intent '{intent}'; "
+                    "remove the duplicates"
+                )
+
+    for intent, number in counts.per_intent.items():
+        if number < MIN_EXAMPLES_PER_INTENT:
+            warnings.append(
+                f"intent '{intent}' has only {number} example; add at least "
+                f"{MIN_EXAMPLES_PER_INTENT} (better 10 or more)"
+            )
+
+    for message in data.messages:
+        clean = []
+        for entity in message.entities:
+            surface = message.text[entity["start"] : entity["end"]]
+            if surface != surface.strip():
+                warnings.append(
+                    f"entity '{entity['entity']}' ('{surface}') in example '{message.text}' "
+                    "starts or ends with whitespace; annotate the words only"
+                )
+            else:
+                clean.append(entity)
+        if tokenize is None or not clean:
+            continue
+        tokens = tokenize(message.text)
+        for entity in misaligned_entities(tokens, clean):
+            surface = message.text[entity["start"] : entity["end"]]
+            words = [t.text for t in tokens if t.start < entity["end"] and t.end > entity["start"]]
+            warnings.append(
+                f"entity '{entity['entity']}' ('{surface}') in example '{message.text}' does not "
+                f"fall on token boundaries (tokens: {words}); annotate whole tokens"
+            )
+    return ValidationReport(counts=counts, warnings=warnings)

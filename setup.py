@@ -1,0 +1,35 @@
+"""Packaging for nlu_engine (metadata lives here; tool config in pyproject.toml)."""
+
+from setuptools import find_packages, setup
+
+EXTRAS = {
+    "spacy": ["spacy>=3.8,<3.9"],
+    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
+    "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1"],
+    "plot": ["matplotlib>=3.8,<4"],
+    "crf": ["sklearn-crfsuite>=0.5,<0.6"],
+    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10"],
+}
+EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
+
+setup(
+    name="nlu-engine",
+    version="0.1.0",
+    description="Intent classification and entity extraction for chatbots (DIET), Rasa NLU compatible",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11",
+    packages=find_packages(include=["nlu_engine", "nlu_engine.*"]),
+    include_package_data=True,
+    install_requires=[
+        "numpy>=1.26,<3",
+        "scipy>=1.11,<2",
+        "scikit-learn>=1.4,<2",
+        "pyyaml>=6,<7",
+        "tqdm>=4.66,<5",
+        "tensorflow-cpu>=2.21,<2.22",
+        "keras>=3.10,<4",
+    ],
+    extras_require=EXTRAS,
+    entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},
+)

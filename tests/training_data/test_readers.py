@@ -1,0 +1,547 @@
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from nlu_engine.errors import DataError
+from nlu_engine.message import Message
+from nlu_engine.training_data import TrainingData, load_data, write_data
+from nlu_engine.training_data.loading import load_file
+from nlu_engine.training_data.rasa_json import dump_rasa_json, parse_rasa_json
+from nlu_engine.training_data.rasa_markdown import parse_rasa_markdown
+from nlu_engine.training_data.rasa_yaml import dump_rasa_yaml, parse_rasa_yaml
+
+DATASETS = Path(__file__).parents[2].parent / "shared" / "datasets"
+
+YAML_DATA = textwrap.dedent(
+    """\
+    version: "3.1"
+    nlu:
+    - intent: check_balance
+      metadata: {sentiment: neutral}
+      examples: |
+        - What's my [credit](account) balance?
+        - balance of my [credit card account]{"entity": "account", "value": "credit"}
+    - intent: travel
+      examples: |
+        - fly from [Berlin]{"entity": "city", "role": "departure"} to [SF]{"entity": "city", "role": "to"}
+        - a [large]{"entity": "size", "group": "1"} [pepperoni]{"entity": "topping", "group": "1"}
+        - I live in [NYC](city:New York)
+    - intent: greet
+      examples:
+      - text: |
+          hi
+        metadata: {sentiment: happy}
+      - text: hello there
+    - intent: faq/ask_name
+      examples: |
+        - what's your name?
+        - who are you
+    - synonym: credit
+      examples: |
+        - credit card
+        - credit account
+    - regex: account_number
+      examples: |
+        - \\d{10,12}
+    - lookup: banks
+      examples: |
+        - JPMC
+        - Bank of America
+    stories:
+    - story: ignored
+      steps: []
+    rules: []
+    responses:
+      utter_faq/ask_name:
+      - text: I'm a bot.
+    """
+)
+
+
+def parse_yaml(content: str, source: str = "nlu.yml") -> TrainingData:
+    data = parse_rasa_yaml(content, source)
+    assert data is not None
+    return data
+
+
+# --- YAML -------------------------------------------------------------------------------------
+def test_yaml_examples_and_entities():
+    data = parse_yaml(YAML_DATA)
+    texts = [m.text for m in data.messages]
+    assert texts == [
+        "What's my credit balance?",
+        "balance of my credit card account",
+        "fly from Berlin to SF",
+        "a large pepperoni",
+        "I live in NYC",
+        "hi",
+        "hello there",
+        "what's your name?",
+        "who are you",
+    ]
+    assert data.intents == ["check_balance", "faq/ask_name", "greet", "travel"]
+    travel = data.messages[2]
+    assert travel.entities == [
+        {"entity": "city", "start": 9, "end": 15, "value": "Berlin", "role": "departure"},
+        {"entity": "city", "start": 19, "end": 21, "value": "SF", "role": "to"},
+    ]
+    assert data.messages[3].entities[1]["group"] == "1"
+    assert data.messages[1].entities[0]["value"] == "credit"
+
+
+def test_yaml_metadata():
+    data = parse_yaml(YAML_DATA)
+    assert data.messages[0].metadata == {"intent": {"sentiment": "neutral"}}
+    assert data.messages[5].metadata == {"example": {"sentiment": "happy"}}
+    assert data.messages[6].metadata is None
+
+
+def test_yaml_retrieval_intent_keeps_full_name():
+    faq = parse_yaml(YAML_DATA).messages[7]
+    assert faq.intent == "faq/ask_name"
+    assert faq.intent_response_key == "faq/ask_name"
+    assert parse_yaml(YAML_DATA).messages[0].intent_response_key is None
+
+
+def test_yaml_sections():
+    data = parse_yaml(YAML_DATA)
+    assert data.synonyms == {
+        "credit card": "credit",
+        "credit account": "credit",
+        "credit card account": "credit",  # from the {"value": ...} annotation
+        "NYC": "New York",  # from the [NYC](city:New York) shorthand
+    }
+    assert data.regex_features == [{"name": "account_number", "pattern": r"\d{10,12}"}]
+    assert data.lookup_tables == [{"name": "banks", "elements": ["JPMC", "Bank of America"]}]
+    assert data.responses == {"utter_faq/ask_name": [{"text": "I'm a bot."}]}
+
+
+def test_yaml_without_nlu_keys_is_not_nlu_data():
+    assert parse_rasa_yaml("language: en\npipeline: []\n", "config.yml") is None
+    assert parse_rasa_yaml("", "empty.yml") is None
+    assert parse_rasa_yaml("- a\n- b\n", "list.yml") is None
+
+
+def test_yaml_empty_nlu_is_empty_data():
+    data = parse_yaml("nlu:\n")
+    assert data.messages == []
+
+
+def test_yaml_lookups_with_same_name_are_merged():
+    content = (
+        "nlu:\n- lookup: x\n  examples: |\n    - a\n"
+        "- lookup: x\n  examples: |\n    - b\n"
+    )
+    assert parse_yaml(content).lookup_tables == [{"name": "x", "elements": ["a", "b"]}]
+
+
+def test_yaml_malformed_names_file_and_line():
+    content = "nlu:\n- intent: greet\n  examples: |\n    - hi\n  - oops: [\n"
+    with pytest.raises(DataError) as error:
+        parse_rasa_yaml(content, "data/nlu.yml")
+    message = str(error.value)
+    assert message.startswith("data/nlu.yml:")
+    assert "invalid YAML" in message
+    assert "\n" not in message
+
+
+def test_yaml_malformed_line_number_is_right():
+    content = "nlu:\n- intent: greet\n  examples: |\n    - hi\nresponses: : x\n"
+    with pytest.raises(DataError, match=r"^nlu\.yml:5: invalid YAML"):
+        parse_rasa_yaml(content, "nlu.yml")
+
+
+def test_yaml_nlu_must_be_a_list():
+    with pytest.raises(DataError, match=r"nlu\.yml:2: 'nlu' must be a list"):
+        parse_rasa_yaml("version: '3.1'\nnlu:\n  intent: greet\n", "nlu.yml")
+
+
+def test_yaml_item_without_known_key():
+    content = "nlu:\n- intent: a\n  examples: |\n    - x\n- intnet: greet\n  examples: |\n    - hi\n"
+    with pytest.raises(DataError) as error:
+        parse_rasa_yaml(content, "nlu.yml")
+    message = str(error.value)
+    assert message.startswith("nlu.yml:5:")
+    assert "did you mean 'intent'" in message
+
+
+def test_yaml_item_with_unknown_extra_key():
+    content = "nlu:\n- intent: greet\n  exampels: |\n    - hi\n  examples: |\n    - hi\n"
+    with pytest.raises(DataError, match=r"nlu\.yml:3: unknown key 'exampels'.*did you mean"):
+        parse_rasa_yaml(content, "nlu.yml")
+
+
+def test_yaml_intent_without_examples():
+    content = "nlu:\n- intent: greet\n  examples: |\n    - hi\n- intent: bye\n"
+    with pytest.raises(DataError, match=r"nlu\.yml:5: intent 'bye' has no examples"):
+        parse_rasa_yaml(content, "nlu.yml")
+    with pytest.raises(DataError, match="has no examples"):
+        parse_rasa_yaml("nlu:\n- intent: bye\n  examples: |\n\n", "nlu.yml")
+
+
+def test_yaml_bad_annotation_names_line():
+    content = 'nlu:\n- intent: book\n  examples: |\n    - hi\n    - book [Paris]{"entity": city}\n'
+    with pytest.raises(DataError) as error:
+        parse_rasa_yaml(content, "nlu.yml")
+    assert str(error.value).startswith("nlu.yml:5: invalid JSON")
+    assert "book [Paris]" in str(error.value)
+
+
+def test_yaml_invalid_regex():
+    content = "nlu:\n- regex: zip\n  examples: |\n    - [0-9\n"
+    with pytest.raises(DataError, match=r"nlu\.yml:4: invalid regular expression"):
+        parse_rasa_yaml(content, "nlu.yml")
+
+
+def test_yaml_bad_retrieval_intent_name():
+    with pytest.raises(DataError, match="intent/response_key"):
+        parse_rasa_yaml("nlu:\n- intent: faq/\n  examples: |\n    - x\n", "nlu.yml")
+
+
+def test_yaml_line_without_dash_is_skipped_with_warning():
+    content = "nlu:\n- intent: greet\n  examples: |\n    - hi\n    hello\n"
+    with pytest.warns(UserWarning, match=r"nlu\.yml:5: ignored line 'hello'"):
+        data = parse_yaml(content)
+    assert [m.text for m in data.messages] == ["hi"]
+
+
+# --- Markdown ---------------------------------------------------------------------------------
+MARKDOWN_DATA = textwrap.dedent(
+    """\
+    <!-- a comment
+         over two lines -->
+    ## intent:greet
+    - hey
+    * hello [there](who)
+      + good morning <!-- inline comment -->
+
+    ## intent:faq/ask_name
+    - what's your name
+    ## synonym:New York
+    - NYC
+    - big apple
+    ## regex:zipcode
+    - [0-9]{5}
+    ## lookup:banks
+    - JPMC
+    - Bank of America
+    ## intent:move
+    - I live in [LA](city:Los Angeles) now
+    """
+)
+
+
+def test_markdown_sections():
+    data = parse_rasa_markdown(MARKDOWN_DATA, "nlu.md")
+    assert [(m.text, m.intent) for m in data.messages] == [
+        ("hey", "greet"),
+        ("hello there", "greet"),
+        ("good morning", "greet"),
+        ("what's your name", "faq/ask_name"),
+        ("I live in LA now", "move"),
+    ]
+    assert data.messages[1].entities == [{"entity": "who", "start": 6, "end": 11, "value": "there"}]
+    assert data.messages[3].intent_response_key == "faq/ask_name"
+    assert data.synonyms == {"NYC": "New York", "big apple": "New York", "LA": "Los Angeles"}
+    assert data.regex_features == [{"name": "zipcode", "pattern": "[0-9]{5}"}]
+    assert data.lookup_tables == [{"name": "banks", "elements": ["JPMC", "Bank of America"]}]
+
+
+def test_markdown_unknown_section_names_line():
+    content = "<!-- one\ntwo -->\n## intent:a\n- x\n## intnet:b\n- y\n"
+    with pytest.raises(DataError) as error:
+        parse_rasa_markdown(content, "nlu.md")
+    assert str(error.value).startswith("nlu.md:5: unknown section")
+    assert "did you mean 'intent'" in str(error.value)
+
+
+def test_markdown_example_outside_section():
+    with pytest.raises(DataError, match=r"nlu\.md:1: example 'hi' is outside any section"):
+        parse_rasa_markdown("- hi\n## intent:a\n- x\n", "nlu.md")
+
+
+def test_markdown_bad_annotation_names_line():
+    with pytest.raises(DataError, match=r"nlu\.md:3: invalid JSON"):
+        parse_rasa_markdown('## intent:a\n- x\n- [y]{"entity": }\n', "nlu.md")
+
+
+def test_markdown_lookup_file(tmp_path):
+    (tmp_path / "banks.txt").write_text("JPMC\n\nBank of America\n", encoding="utf-8")
+    (tmp_path / "nlu.md").write_text(
+        "## intent:a\n- x\n## lookup:banks\nbanks.txt\n", encoding="utf-8"
+    )
+    data = load_data(tmp_path / "nlu.md")
+    assert data.lookup_tables == [{"name": "banks", "elements": ["JPMC", "Bank of America"]}]
+
+
+def test_markdown_missing_lookup_file(tmp_path):
+    (tmp_path / "nlu.md").write_text("## lookup:banks\nmissing.txt\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"lookup table file 'missing\.txt' not found"):
+        load_data(tmp_path / "nlu.md")
+
+
+# --- JSON -------------------------------------------------------------------------------------
+JSON_DATA = {
+    "rasa_nlu_data": {
+        "common_examples": [
+            {"text": "hey", "intent": "greet", "entities": []},
+            {
+                "text": "fly to Berlin",
+                "intent": "travel",
+                "entities": [
+                    {"start": 7, "end": 13, "entity": "city", "role": "destination"},
+                ],
+            },
+            {
+                "text": "I live in NYC",
+                "intent": "move",
+                "entities": [{"start": 10, "end": 13, "value": "New York", "entity": "city"}],
+                "metadata": {"example": {"source": "x"}},
+            },
+            {"text": "what's your name", "intent": "faq/ask_name"},
+        ],
+        "regex_features": [{"name": "zipcode", "pattern": "[0-9]{5}"}],
+        "lookup_tables": [{"name": "banks", "elements": ["JPMC"]}],
+        "entity_synonyms": [{"value": "credit", "synonyms": ["credit card", "credit acc"]}],
+    }
+}
+
+
+def test_json_reader():
+    data = parse_rasa_json(json.dumps(JSON_DATA), "nlu.json")
+    assert [m.intent for m in data.messages] == ["greet", "travel", "move", "faq/ask_name"]
+    assert data.messages[1].entities == [
+        {"entity": "city", "start": 7, "end": 13, "value": "Berlin", "role": "destination"}
+    ]
+    assert data.messages[2].metadata == {"example": {"source": "x"}}
+    assert data.messages[3].intent_response_key == "faq/ask_name"
+    assert data.synonyms == {"credit card": "credit", "credit acc": "credit", "NYC": "New York"}
+    assert data.regex_features == [{"name": "zipcode", "pattern": "[0-9]{5}"}]
+    assert data.lookup_tables == [{"name": "banks", "elements": ["JPMC"]}]
+
+
+def test_json_syntax_error_names_line():
+    with pytest.raises(DataError, match=r"^nlu\.json:3: invalid JSON"):
+        parse_rasa_json('{\n "rasa_nlu_data": {\n "common_examples": [,]}}', "nlu.json")
+
+
+def test_json_without_root_key():
+    with pytest.raises(DataError, match="rasa_nlu_data"):
+        parse_rasa_json('{"nlu": []}', "nlu.json")
+
+
+def test_json_bad_entity_offsets():
+    bad = {"rasa_nlu_data": {"common_examples": [
+        {"text": "hi", "intent": "a", "entities": [{"start": 0, "end": 9, "entity": "x"}]}
+    ]}}
+    with pytest.raises(DataError, match=r"common_examples\[0\]\.entities\[0\]"):
+        parse_rasa_json(json.dumps(bad), "nlu.json")
+
+
+def test_json_writer_groups_synonyms_and_full_intent_names():
+    data = parse_rasa_json(json.dumps(JSON_DATA), "nlu.json")
+    written = json.loads(dump_rasa_json(data))["rasa_nlu_data"]
+    assert written["common_examples"][3]["intent"] == "faq/ask_name"
+    assert written["common_examples"][1]["entities"] == [
+        {"entity": "city", "start": 7, "end": 13, "value": "Berlin", "role": "destination"}
+    ]
+    assert sorted(map(tuple, (sorted(s["synonyms"]) for s in written["entity_synonyms"]))) == [
+        ("NYC",),
+        ("credit acc", "credit card"),
+    ]
+
+
+# --- round trips ------------------------------------------------------------------------------
+def test_round_trip_yaml_json_yaml(tmp_path):
+    original = parse_yaml(YAML_DATA)
+    original.responses = {}  # not part of the JSON format
+    yaml_path = write_data(original, tmp_path / "a.yml")
+    from_yaml = load_data(yaml_path)
+    json_path = write_data(from_yaml, tmp_path / "b.json")
+    from_json = load_data(json_path)
+    yaml_again = write_data(from_json, tmp_path / "c.yml")
+    final = load_data(yaml_again)
+    for data in (from_yaml, from_json, final):
+        assert data.fingerprint() == original.fingerprint()
+        assert [m.metadata for m in data.messages] == [m.metadata for m in original.messages]
+    assert yaml_path.read_text(encoding="utf-8") == yaml_again.read_text(encoding="utf-8")
+
+
+def test_yaml_writer_output():
+    text = dump_rasa_yaml(parse_yaml(YAML_DATA))
+    assert "- intent: check_balance\n  metadata:\n    sentiment: neutral\n  examples: |\n" in text
+    assert "    - What's my [credit](account) balance?\n" in text
+    assert '    - I live in [NYC]{"entity": "city", "value": "New York"}\n' in text
+    assert "- intent: faq/ask_name\n" in text
+    assert "- text: hi\n    metadata:\n      sentiment: happy\n" in text
+    assert "utter_faq/ask_name:" in text
+
+
+def test_yaml_writer_keeps_intent_metadata_groups_apart():
+    data = TrainingData(
+        messages=[
+            Message("a", intent="x", metadata={"intent": {"k": 1}}),
+            Message("b", intent="x"),
+            Message("c", intent="x", metadata={"intent": {"k": 1}}),
+        ]
+    )
+    back = parse_yaml(dump_rasa_yaml(data))
+    assert [(m.text, m.metadata) for m in back.messages] == [
+        ("a", {"intent": {"k": 1}}),
+        ("c", {"intent": {"k": 1}}),
+        ("b", None),
+    ]
+
+
+def test_yaml_writer_skips_examples_without_intent():
+    data = TrainingData(messages=[Message("a", intent="x"), Message("b")])
+    with pytest.warns(UserWarning, match="without an intent"):
+        text = dump_rasa_yaml(data)
+    assert [m.text for m in parse_yaml(text).messages] == ["a"]
+
+
+def test_markdown_to_yaml_round_trip():
+    data = parse_rasa_markdown(MARKDOWN_DATA, "nlu.md")
+    assert parse_yaml(dump_rasa_yaml(data)).fingerprint() == data.fingerprint()
+
+
+# --- loading ----------------------------------------------------------------------------------
+def _write(path: Path, content: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
+def test_load_directory_mixed_formats(tmp_path):
+    _write(tmp_path / "b" / "nlu.yml", "nlu:\n- intent: yaml_intent\n  examples: |\n    - y\n")
+    _write(tmp_path / "a.md", "## intent:md_intent\n- m\n")
+    _write(tmp_path / "c.json", json.dumps(JSON_DATA))
+    _write(tmp_path / "config.yml", "language: en\npipeline:\n- name: WhitespaceTokenizer\n")
+    _write(tmp_path / "domain.yml", "intents: [greet]\nresponses:\n  utter_hi:\n  - text: hi\n")
+    _write(tmp_path / "README.md", "# My bot\nSome notes.\n")
+    _write(tmp_path / "package.json", '{"name": "x"}')
+    _write(tmp_path / "notes.txt", "## intent:ignored\n- z\n")
+    _write(tmp_path / ".hidden" / "nlu.yml", "nlu:\n- intent: hidden\n  examples: |\n    - h\n")
+    data = load_data(tmp_path)
+    # sorted order: a.md, b/nlu.yml, c.json (domain/config/README/package.json add no examples)
+    assert [m.text for m in data.messages][:2] == ["m", "y"]
+    assert data.intents == sorted(["md_intent", "yaml_intent", "greet", "travel", "move",
+                                   "faq/ask_name"])
+    assert data.responses == {"utter_hi": [{"text": "hi"}]}
+    assert data.regex_features == [{"name": "zipcode", "pattern": "[0-9]{5}"}]
+
+
+def test_load_list_of_paths(tmp_path):
+    a = _write(tmp_path / "a.yml", "nlu:\n- intent: a\n  examples: |\n    - x\n")
+    b = _write(tmp_path / "b.md", "## intent:b\n- y\n")
+    data = load_data([str(b), a])
+    assert [m.intent for m in data.messages] == ["b", "a"]
+    assert len(load_data([a, a]).messages) == 1
+
+
+def test_explicit_file_without_nlu_data(tmp_path):
+    config = _write(tmp_path / "config.yml", "language: en\npipeline: []\n")
+    with pytest.raises(DataError, match=r"config\.yml: holds no NLU training data"):
+        load_data(config)
+    readme = _write(tmp_path / "README.md", "# notes\n")
+    with pytest.raises(DataError, match="holds no NLU training data"):
+        load_data(readme)
+
+
+def test_directory_without_nlu_data(tmp_path):
+    _write(tmp_path / "config.yml", "language: en\n")
+    with pytest.raises(DataError, match="no NLU training data found"):
+        load_data(tmp_path)
+
+
+def test_missing_path():
+    with pytest.raises(DataError, match=r"nowhere/nlu\.yml: not found"):
+        load_data("nowhere/nlu.yml")
+
+
+def test_malformed_file_in_directory_is_an_error(tmp_path):
+    _write(tmp_path / "nlu.yml", "nlu:\n- intent: a\n  examples: [\n")
+    with pytest.raises(DataError, match=r"nlu\.yml:\d+: invalid YAML"):
+        load_data(tmp_path)
+
+
+def test_load_file_detects_format_by_content(tmp_path):
+    md = _write(tmp_path / "data.txt", "## intent:a\n- x\n")
+    js = _write(tmp_path / "data.nlu", json.dumps(JSON_DATA))
+    assert load_file(md).intents == ["a"]
+    assert len(load_file(js).messages) == 4
+
+
+def test_write_data_formats(tmp_path):
+    data = parse_yaml(YAML_DATA)
+    assert write_data(data, tmp_path / "x.json").read_text().startswith('{\n  "rasa_nlu_data"')
+    assert write_data(data, tmp_path / "x.data", format="json").read_text().startswith("{")
+    assert write_data(data, tmp_path / "sub" / "x.yaml").read_text().startswith("version:")
+    with pytest.raises(DataError, match="Markdown"):
+        write_data(data, tmp_path / "x.md")
+
+
+def test_non_utf8_file(tmp_path):
+    path = tmp_path / "nlu.yml"
+    path.write_bytes("nlu:\n- intent: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(DataError, match="not UTF-8"):
+        load_data(path)
+
+
+# --- the shared benchmark data sets -----------------------------------------------------------
+needs_datasets = pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
+
+
+@needs_datasets
+@pytest.mark.parametrize(
+    ("relative", "examples", "intents", "entity_types", "regexes"),
+    [
+        ("SNIPS/train.md", 13084, 7, 39, 0),
+        ("SNIPS/test.md", 700, 7, 39, 0),
+        ("NLU-Evaluation-Data/KFold_1/test.md", 1076, 64, 45, 0),
+        ("NLU-Evaluation-Data/KFold_1/train.md", 9960, 64, 54, 67),
+    ],
+)
+def test_shared_datasets(relative, examples, intents, entity_types, regexes):
+    path = DATASETS / relative
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    data = load_data(path)
+    assert len(data.messages) == examples
+    assert len(data.intents) == intents
+    assert len(data.entity_types) == entity_types
+    assert len(data.regex_features) == regexes
+    # every line of the file that is an item is accounted for
+    items = sum(1 for line in path.read_text(encoding="utf-8").splitlines()
+                if line.strip().startswith("- "))
+    assert items == examples + regexes
+    for message in data.messages:
+        for entity in message.entities:
+            assert message.text[entity["start"] : entity["end"]] == entity["value"]
+
+
+@needs_datasets
+def test_snips_first_example_exactly():
+    path = DATASETS / "SNIPS" / "train.md"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    first = load_data(path).messages[0]
+    assert first.intent == "PlayMusic"
+    assert first.text == "listen to westbam alumb allergic on google music"
+    assert [(e["entity"], e["value"]) for e in first.entities] == [
+        ("artist", "westbam"),
+        ("album", "allergic"),
+        ("service", "google music"),
+    ]
+
+
+@needs_datasets
+def test_kfold_regex_sections():
+    path = DATASETS / "NLU-Evaluation-Data" / "KFold_1" / "train.md"
+    if not path.is_file():
+        pytest.skip(f"{path} not present")
+    data = load_data(path)
+    assert data.regex_features[0] == {"name": "alarm_key_0", "pattern": "alarm"}
+    assert len({r["name"] for r in data.regex_features}) == 67

@@ -1,0 +1,156 @@
+"""RegexFeaturizer: one feature per regex or lookup table of the training data.
+
+Patterns come from the training data's ``regex:`` entries (``use_regexes``) and ``lookup:``
+tables (``use_lookup_tables``); a lookup table becomes one regex, its escaped elements joined
+by ``|``, each wrapped in ``\\b…\\b`` when ``use_word_boundaries``. For each pattern:
+
+* ``sequence`` ``(n_tokens × P)``: 1 where a match overlaps the token
+  (``token.start < match.end and token.end > match.start``);
+* ``sentence`` ``(1 × P)``: 1 if a match overlaps any token.
+
+Each token also gets ``token.data["pattern"] = {name: bool}`` (used by the CRF entity
+extractor); when two patterns share a name (a regex and a lookup table, say), the token is
+marked if either matches. With no patterns the featurizer adds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+
+from nlu_engine.component import SPARSE_FEATURES, Featurizer
+from nlu_engine.errors import DataError
+from nlu_engine.message import Features, Message
+from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.training_data.training_data import TrainingData
+
+PATTERNS_FILE = "patterns.json"
+
+
+def lookup_table_regex(elements: list[str], use_word_boundaries: bool = True) -> str:
+    """One regex matching any element of a lookup table."""
+    escaped = [re.escape(str(element)) for element in elements if str(element)]
+    if use_word_boundaries:
+        escaped = [rf"\b{element}\b" for element in escaped]
+    return "(" + "|".join(escaped) + ")"
+
+
+def extract_patterns(
+    data: TrainingData,
+    use_regexes: bool = True,
+    use_lookup_tables: bool = True,
+    use_word_boundaries: bool = True,
+) -> list[dict[str, str]]:
+    """The ``{name, pattern}`` list a RegexFeaturizer (or regex entity extractor) uses."""
+    patterns: list[dict[str, str]] = []
+    if use_regexes:
+        patterns.extend(
+            {"name": str(r["name"]), "pattern": str(r["pattern"])} for r in data.regex_features
+        )
+    if use_lookup_tables:
+        for table in data.lookup_tables:
+            elements = [e for e in table.get("elements", []) if str(e)]
+            if elements:
+                patterns.append(
+                    {
+                        "name": str(table["name"]),
+                        "pattern": lookup_table_regex(elements, use_word_boundaries),
+                    }
+                )
+    return patterns
+
+
+def compile_patterns(patterns: list[dict[str, str]], case_sensitive: bool) -> list[re.Pattern[str]]:
+    """Compiled patterns; an invalid one is a DataError naming it."""
+    flags = 0 if case_sensitive else re.IGNORECASE
+    compiled = []
+    for pattern in patterns:
+        try:
+            compiled.append(re.compile(pattern["pattern"], flags))
+        except re.error as exc:
+            raise DataError(
+                f"The regex '{pattern['name']}' has an invalid pattern "
+                f"'{pattern['pattern']}': {exc}. Fix it in the training data's regex section."
+            ) from None
+    return compiled
+
+
+class RegexFeaturizer(Featurizer):
+    """Sparse features marking which tokens (and sentences) match the data's regexes."""
+
+    provides = (SPARSE_FEATURES,)
+
+    def __init__(
+        self,
+        case_sensitive: bool = True,
+        use_lookup_tables: bool = True,
+        use_regexes: bool = True,
+        use_word_boundaries: bool = True,
+        alias: str | None = None,
+    ) -> None:
+        self.case_sensitive = case_sensitive
+        self.use_lookup_tables = use_lookup_tables
+        self.use_regexes = use_regexes
+        self.use_word_boundaries = use_word_boundaries
+        self.alias = alias
+
+    def train(self, data: TrainingData) -> None:
+        patterns = extract_patterns(
+            data, self.use_regexes, self.use_lookup_tables, self.use_word_boundaries
+        )
+        self._compiled = compile_patterns(patterns, self.case_sensitive)
+        self.patterns_ = patterns
+
+    def process(self, messages: list[Message]) -> None:
+        if not hasattr(self, "patterns_"):
+            raise RuntimeError(f"{self.component_name()} must be trained or loaded before use.")
+        if not self.patterns_:
+            return
+        if not hasattr(self, "_compiled"):
+            self._compiled = compile_patterns(self.patterns_, self.case_sensitive)
+        origin = self.origin()
+        names = [p["name"] for p in self.patterns_]
+        size = len(self.patterns_)
+        for message in messages:
+            for attribute in TEXT_ATTRIBUTES:
+                text = message.get(attribute)
+                tokens = message.tokens.get(attribute)
+                if not text or not tokens:
+                    continue
+                sequence = np.zeros((len(tokens), size), dtype=np.float32)
+                flags = [dict.fromkeys(names, False) for _ in tokens]
+                for column, regex in enumerate(self._compiled):
+                    spans = [m.span() for m in regex.finditer(text)]
+                    if not spans:
+                        continue
+                    for row, token in enumerate(tokens):
+                        if any(token.start < end and token.end > start for start, end in spans):
+                            sequence[row, column] = 1.0
+                            flags[row][names[column]] = True
+                for token, token_flags in zip(tokens, flags, strict=True):
+                    token.data["pattern"] = token_flags
+                sentence = sequence.max(axis=0, keepdims=True)
+                message.add_features(
+                    Features(scipy.sparse.csr_matrix(sequence), "sequence", attribute, origin)
+                )
+                message.add_features(
+                    Features(scipy.sparse.csr_matrix(sentence), "sentence", attribute, origin)
+                )
+
+    def persist(self, directory: Path) -> None:
+        with open(Path(directory) / PATTERNS_FILE, "w", encoding="utf-8") as f:
+            json.dump(getattr(self, "patterns_", []), f, ensure_ascii=False, indent=1)
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> RegexFeaturizer:
+        featurizer = cls(**config)
+        with open(Path(directory) / PATTERNS_FILE, encoding="utf-8") as f:
+            patterns = json.load(f)
+        featurizer.patterns_ = [{"name": str(p["name"]), "pattern": str(p["pattern"])} for p in patterns]
+        featurizer._compiled = compile_patterns(featurizer.patterns_, featurizer.case_sensitive)
+        return featurizer

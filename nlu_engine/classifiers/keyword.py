@@ -1,0 +1,62 @@
+"""KeywordIntentClassifier: an intent whose example text occurs as a whole word in the message."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from nlu_engine.component import IntentClassifier
+from nlu_engine.message import Message
+from nlu_engine.training_data.training_data import TrainingData
+
+
+class KeywordIntentClassifier(IntentClassifier):
+    """Rasa's keyword matcher: one matching intent gives confidence 1.0, none or several None."""
+
+    def __init__(self, case_sensitive: bool = True) -> None:
+        self.case_sensitive = case_sensitive
+
+    def train(self, data: TrainingData) -> None:
+        self.keywords_: dict[str, str] = {}
+        for message in data.intent_examples:
+            previous = self.keywords_.get(message.text)
+            if previous is not None and previous != message.intent:
+                print(
+                    f"warning: KeywordIntentClassifier: '{message.text}' is an example of both "
+                    f"'{previous}' and '{message.intent}'; keeping '{message.intent}'",
+                    file=sys.stderr,
+                )
+            self.keywords_[message.text] = str(message.intent)
+        self._compile()
+
+    def _compile(self) -> None:
+        flags = 0 if self.case_sensitive else re.IGNORECASE
+        self._patterns = [
+            (re.compile(r"\b" + re.escape(keyword) + r"\b", flags), intent)
+            for keyword, intent in self.keywords_.items()
+        ]
+
+    def process(self, messages: list[Message]) -> None:
+        for message in messages:
+            hits = {intent for pattern, intent in self._patterns if pattern.search(message.text)}
+            if len(hits) == 1:
+                message.intent, message.intent_confidence = hits.pop(), 1.0
+            else:
+                message.intent, message.intent_confidence = None, 0.0
+            message.intent_ranking = []
+
+    def persist(self, directory: Path) -> None:
+        (directory / "keywords.json").write_text(json.dumps(self.keywords_, ensure_ascii=False))
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> KeywordIntentClassifier:
+        component = cls(**config)
+        keywords = json.loads((directory / "keywords.json").read_text(encoding="utf-8"))
+        if not isinstance(keywords, dict):
+            raise ValueError("keywords.json must be a mapping")
+        component.keywords_ = {str(k): str(v) for k, v in keywords.items()}
+        component._compile()
+        return component

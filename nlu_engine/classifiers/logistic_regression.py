@@ -1,0 +1,115 @@
+"""LogisticRegressionClassifier: scikit-learn logistic regression on sentence features."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse
+
+from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.component import FEATURES, IntentClassifier
+from nlu_engine.message import TEXT, Message
+from nlu_engine.training_data.training_data import TrainingData
+
+
+def sentence_matrix(messages: list[Message], width: int | None = None) -> scipy.sparse.csr_matrix:
+    """Sparse and dense sentence features of each message side by side, one row each."""
+    rows = []
+    for message in messages:
+        parts = []
+        sparse = message.features_for(TEXT, "sentence", sparse=True)
+        dense = message.features_for(TEXT, "sentence", sparse=False)
+        if sparse is not None:
+            parts.append(sparse)
+        if dense is not None:
+            parts.append(scipy.sparse.csr_matrix(dense))
+        row = scipy.sparse.hstack(parts, format="csr") if parts else scipy.sparse.csr_matrix((1, 0))
+        rows.append(row)
+    width = width if width is not None else max((r.shape[1] for r in rows), default=0)
+    fixed = []
+    for row in rows:
+        if row.shape[1] != width:  # a message without features: an all-zero row
+            row = scipy.sparse.csr_matrix((1, width), dtype=np.float32)
+        fixed.append(row)
+    return scipy.sparse.vstack(fixed, format="csr").astype(np.float32)
+
+
+class LogisticRegressionClassifier(IntentClassifier):
+    """Multinomial logistic regression (class_weight='balanced'), Rasa's defaults."""
+
+    requires = (FEATURES,)
+    ranges = {"max_iter": (1, None), "tol": (0, None), "ranking_length": (0, None)}
+
+    def __init__(
+        self,
+        max_iter: int = 100,
+        solver: Literal["lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"] = (
+            "lbfgs"
+        ),
+        tol: float = 1e-4,
+        random_state: int = 42,
+        ranking_length: int = 10,
+    ) -> None:
+        self.max_iter = max_iter
+        self.solver = solver
+        self.tol = tol
+        self.random_state = random_state
+        self.ranking_length = ranking_length
+
+    def train(self, data: TrainingData) -> None:
+        from sklearn.linear_model import LogisticRegression
+
+        examples = data.intent_examples
+        self.classes_ = sorted({m.intent for m in examples if m.intent})
+        X = sentence_matrix(examples)
+        self.width_ = X.shape[1]
+        if len(self.classes_) < 2:
+            self.coef_ = np.zeros((1, self.width_), np.float32)
+            self.intercept_ = np.zeros(1, np.float32)
+            return
+        y = [m.intent for m in examples]
+        model = LogisticRegression(
+            max_iter=self.max_iter,
+            solver=self.solver,
+            tol=self.tol,
+            random_state=self.random_state,
+            class_weight="balanced",
+        )
+        model.fit(X, y)
+        self.coef_ = model.coef_.astype(np.float32)
+        self.intercept_ = model.intercept_.astype(np.float32)
+
+    def _probabilities(self, X: scipy.sparse.csr_matrix) -> np.ndarray:
+        scores = np.asarray(X @ self.coef_.T) + self.intercept_
+        if len(self.classes_) == 2 and self.coef_.shape[0] == 1:
+            p = 1.0 / (1.0 + np.exp(-scores[:, 0]))
+            return np.stack([1 - p, p], axis=1)
+        if len(self.classes_) < 2:
+            return np.ones((X.shape[0], len(self.classes_)))
+        scores = scores - scores.max(axis=1, keepdims=True)
+        e = np.exp(scores)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def process(self, messages: list[Message]) -> None:
+        if not messages or not self.classes_:
+            return
+        probabilities = self._probabilities(sentence_matrix(messages, self.width_))
+        for message, p in zip(messages, probabilities, strict=True):
+            write_intent(message, self.classes_, p, self.ranking_length)
+
+    def persist(self, directory: Path) -> None:
+        np.savez(directory / "weights.npz", coef=self.coef_, intercept=self.intercept_)
+        (directory / "classes.json").write_text(json.dumps(self.classes_))
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
+        component = cls(**config)
+        with np.load(directory / "weights.npz", allow_pickle=False) as weights:
+            component.coef_ = weights["coef"]
+            component.intercept_ = weights["intercept"]
+        component.classes_ = json.loads((directory / "classes.json").read_text())
+        component.width_ = component.coef_.shape[1]
+        return component

@@ -1,0 +1,227 @@
+"""``nlu-engine``: train, parse, shell, data tools. Thin wrappers over plain functions.
+
+Heavy libraries (TensorFlow, scikit-learn) are imported inside the commands that use them,
+so ``nlu-engine --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from nlu_engine import __version__
+from nlu_engine.errors import NLUError
+
+DEFAULT_MODELS = "models"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nlu-engine",
+        description="Intent classification and entity extraction for chatbots (Rasa NLU compatible).",
+    )
+    parser.add_argument("--version", action="version", version=f"nlu_engine {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    train = commands.add_parser("train", help="train a model from NLU data and a config.yml")
+    train.add_argument("-c", "--config", default=None, help="config.yml (default: pipelines/diet.yml)")
+    train.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH",
+                       help="training data file or folder; repeat for several")
+    train.add_argument("--out", default=DEFAULT_MODELS, help="folder for the archive (default: models)")
+    train.add_argument("--fixed-model-name", default=None, help="archive name instead of nlu-<timestamp>")
+    train.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
+                       help="override a parameter, e.g. DIETClassifier.epochs=5")
+    train.set_defaults(func=cmd_train)
+
+    parse = commands.add_parser("parse", help="parse a message, or one message per line of stdin")
+    parse.add_argument("text", nargs="?", help="the message; omit to read stdin")
+    parse.add_argument("-m", "--model", default=DEFAULT_MODELS, help="archive or folder (newest)")
+    parse.add_argument("--batch-size", type=int, default=64)
+    parse.set_defaults(func=cmd_parse)
+
+    shell = commands.add_parser("shell", help="type messages and read the parse")
+    shell.add_argument("-m", "--model", default=DEFAULT_MODELS)
+    shell.add_argument("--server", default=None, help="URL of a running nlu-engine server")
+    shell.add_argument("--token", default=None, help="auth token for --server")
+    shell.set_defaults(func=cmd_shell)
+
+    data = commands.add_parser("data", help="validate, convert and split training data")
+    data_commands = data.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
+    validate = data_commands.add_parser("validate", help="counts and warnings")
+    validate.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH")
+    validate.add_argument("--fail-on-warnings", action="store_true")
+    validate.set_defaults(func=cmd_data_validate)
+    convert = data_commands.add_parser("convert", help="convert between YAML, Markdown and JSON")
+    convert.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH")
+    convert.add_argument("--out", required=True)
+    convert.add_argument("-f", "--format", choices=["yaml", "json"], required=True)
+    convert.set_defaults(func=cmd_data_convert)
+    split = data_commands.add_parser("split", help="stratified train/test split")
+    split.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH")
+    split.add_argument("--training-fraction", type=float, default=0.8)
+    split.add_argument("--random-seed", type=int, default=42)
+    split.add_argument("--out", default="train_test_split")
+    split.add_argument("-f", "--format", choices=["yaml", "json"], default="yaml")
+    split.set_defaults(func=cmd_data_split)
+    return parser
+
+
+# --- commands ----------------------------------------------------------------------------------
+def cmd_train(args: argparse.Namespace) -> int:
+    from nlu_engine.model import train
+
+    train(args.config, args.data, out=args.out, fixed_model_name=args.fixed_model_name,
+          overrides=args.set)
+    return 0
+
+
+def _read_lines(stream: Any, batch_size: int) -> Iterator[list[str]]:
+    """Batches of non-empty lines; line by line when a person is typing."""
+    interactive = stream.isatty()
+    batch: list[str] = []
+    for line in stream:
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            continue
+        batch.append(text)
+        if interactive or len(batch) >= batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from nlu_engine.model import Model
+
+    model = Model.load(args.model)
+    if args.text is not None:
+        print(json.dumps(model.parse(args.text), ensure_ascii=False, indent=2))
+        return 0
+    for batch in _read_lines(sys.stdin, max(1, args.batch_size)):
+        for result in model.parse_batch(batch):
+            sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def format_parse(result: dict[str, Any]) -> str:
+    """A readable summary of a parse result for the shell."""
+    intent = result.get("intent") or {}
+    lines = [f"intent: {intent.get('name')} ({intent.get('confidence', 0.0):.3f})"]
+    for entity in result.get("entities", []):
+        extras = "".join(
+            f" {k}={entity[k]}" for k in ("role", "group") if entity.get(k) is not None
+        )
+        confidence = entity.get("confidence_entity")
+        conf = f" ({confidence:.3f})" if isinstance(confidence, int | float) else ""
+        lines.append(f"  {entity['entity']}: {entity['value']!r}{extras}{conf}"
+                     f" [{entity.get('extractor', '')}]")
+    ranking = result.get("intent_ranking") or []
+    if len(ranking) > 1:
+        lines.append("  ranking: " + ", ".join(
+            f"{r['name']} {r['confidence']:.3f}" for r in ranking[:5]))
+    return "\n".join(lines)
+
+
+def cmd_shell(args: argparse.Namespace) -> int:
+    if args.server:
+        from nlu_engine.cli.remote import RemoteParser
+
+        parse = RemoteParser(args.server, args.token).parse
+    else:
+        from nlu_engine.model import Model
+
+        parse = Model.load(args.model).parse
+    print("Type a message and press enter (Ctrl-D to quit; /json for the full JSON).")
+    show_json = False
+    while True:
+        try:
+            text = input("> ")
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return 0
+        if text.strip() == "/json":
+            show_json = not show_json
+            print(f"full JSON {'on' if show_json else 'off'}")
+            continue
+        if not text.strip():
+            continue
+        result = parse(text)
+        print(json.dumps(result, ensure_ascii=False, indent=2) if show_json else format_parse(result))
+
+
+def cmd_data_validate(args: argparse.Namespace) -> int:
+    from nlu_engine.message import TEXT, Message
+    from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+    from nlu_engine.training_data import load_data
+    from nlu_engine.training_data.validation import validate
+
+    data = load_data(args.data)
+    tokenizer = WhitespaceTokenizer()
+    report = validate(data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT))
+    print(report.format())
+    if report.warnings and args.fail_on_warnings:
+        return 1
+    return 0
+
+
+def cmd_data_convert(args: argparse.Namespace) -> int:
+    from nlu_engine.training_data import load_data, write_data
+
+    data = load_data(args.data)
+    write_data(data, Path(args.out), args.format)
+    print(f"wrote {len(data.messages)} examples to {args.out}")
+    return 0
+
+
+def cmd_data_split(args: argparse.Namespace) -> int:
+    from nlu_engine.training_data import load_data, write_data
+    from nlu_engine.training_data.split import train_test_split
+
+    if not 0.0 < args.training_fraction < 1.0:
+        raise NLUError("--training-fraction must be between 0 and 1 (exclusive), e.g. 0.8")
+    data = load_data(args.data)
+    train, test = train_test_split(data, args.training_fraction, args.random_seed)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    suffix = "yml" if args.format == "yaml" else "json"
+    write_data(train, out / f"training_data.{suffix}", args.format)
+    write_data(test, out / f"test_data.{suffix}", args.format)
+    print(f"{len(train.messages)} training and {len(test.messages)} test examples written to {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except NLUError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted; nothing was written", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as error:  # an internal error: one line unless --debug
+        if args.debug:
+            raise
+        print(f"internal error: {type(error).__name__}: {error} (rerun with --debug for details)",
+              file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

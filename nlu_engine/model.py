@@ -1,0 +1,85 @@
+"""Train a pipeline into an archive, and load an archive to parse messages."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nlu_engine.config import PipelineConfig, load_config
+from nlu_engine.pipeline import Pipeline, _stderr
+from nlu_engine.training_data.training_data import TrainingData
+
+
+def train(
+    config: str | Path | dict[str, Any] | PipelineConfig | None,
+    data: str | Path | list[str | Path] | TrainingData,
+    out: str | Path = "models",
+    fixed_model_name: str | None = None,
+    overrides: list[str] | None = None,
+    log: Callable[[str], None] | None = _stderr,
+) -> Path:
+    """Validate the config, read the data, train and write ``out/<name>.tar.gz``."""
+    from nlu_engine.persistence import save_archive
+    from nlu_engine.training_data import load_data
+
+    cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
+    if log:
+        for notice in cfg.notices:
+            log(f"notice: {notice}")
+    training_data = data if isinstance(data, TrainingData) else load_data(data)
+    pipeline = Pipeline.build(cfg)
+    start = time.perf_counter()
+    pipeline.train(training_data, log=log)
+    seconds = time.perf_counter() - start
+    name = fixed_model_name or time.strftime("nlu-%Y%m%d-%H%M%S")
+    if name.endswith(".tar.gz"):
+        name = name[: -len(".tar.gz")]
+    config_hash = hashlib.sha256(
+        json.dumps(cfg.as_dict(), sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
+    extra = {
+        "labels": {
+            "intents": training_data.intents,
+            "entities": training_data.entity_types,
+        },
+        "fingerprint": {"data": training_data.fingerprint(), "config": config_hash},
+        "training_seconds": round(seconds, 2),
+        "num_examples": len(training_data.messages),
+    }
+    path = save_archive(pipeline, Path(out) / f"{name}.tar.gz", extra)
+    if log:
+        log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return path
+
+
+class Model:
+    """A trained pipeline ready to parse messages."""
+
+    def __init__(self, pipeline: Pipeline, manifest: dict[str, Any], path: Path) -> None:
+        self.pipeline = pipeline
+        self.manifest = manifest
+        self.path = path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Model:
+        from nlu_engine.persistence import load_archive
+
+        pipeline, manifest, resolved = load_archive(Path(path))
+        return cls(pipeline, manifest, resolved)
+
+    @property
+    def model_id(self) -> str:
+        return str(self.manifest.get("fingerprint", {}).get("data", "")) + "-" + self.path.stem
+
+    def parse(self, text: str) -> dict[str, Any]:
+        return self.parse_batch([text])[0]
+
+    def parse_batch(self, texts: list[str], batch_size: int = 256) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = []
+        for i in range(0, len(texts), batch_size):
+            results.extend(self.pipeline.parse_batch(texts[i : i + batch_size]))
+        return results

@@ -1,0 +1,72 @@
+"""The one table of components: Rasa name -> class, imported only when a pipeline uses it.
+
+A custom component is named in YAML by its dotted import path
+(``my_package.module.MyComponent``) and needs no registration.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+from nlu_engine.component import Component
+from nlu_engine.errors import ConfigError, closest
+
+# name -> "module:Class". Keeping this a table of strings keeps `nlu-engine --help` from
+# importing TensorFlow, spaCy or scikit-learn.
+COMPONENTS: dict[str, str] = {
+    # tokenizers
+    "WhitespaceTokenizer": "nlu_engine.tokenizers.whitespace:WhitespaceTokenizer",
+    # sparse featurizers
+    "CountVectorsFeaturizer": "nlu_engine.featurizers.sparse.count_vectors:CountVectorsFeaturizer",
+    "LexicalSyntacticFeaturizer": (
+        "nlu_engine.featurizers.sparse.lexical_syntactic:LexicalSyntacticFeaturizer"
+    ),
+    "RegexFeaturizer": "nlu_engine.featurizers.sparse.regex:RegexFeaturizer",
+    # intent classifiers
+    "LogisticRegressionClassifier": (
+        "nlu_engine.classifiers.logistic_regression:LogisticRegressionClassifier"
+    ),
+    "KeywordIntentClassifier": "nlu_engine.classifiers.keyword:KeywordIntentClassifier",
+    "DIETClassifier": "nlu_engine.classifiers.diet.component:DIETClassifier",
+}
+
+
+def component_class(name: str) -> type[Component]:
+    """The class for a registered name or a dotted import path; ConfigError otherwise."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"component name must be a non-empty string, got {name!r}")
+    if name in COMPONENTS:
+        module_name, class_name = COMPONENTS[name].split(":")
+        module = importlib.import_module(module_name)
+        return getattr(module, class_name)  # type: ignore[no-any-return]
+    if "." not in name:
+        raise ConfigError(
+            f"unknown component '{name}'{closest(name, COMPONENTS)}; registered components: "
+            f"{', '.join(sorted(COMPONENTS))}, or a custom one by its import path "
+            "(my_package.module.MyComponent)"
+        )
+    module_name, _, class_name = name.rpartition(".")
+    # Rasa resolves custom components relative to the working directory.
+    cwd = str(Path.cwd())
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigError(
+            f"custom component '{name}': cannot import module '{module_name}' ({error}); "
+            "check the path and that the module is importable from the working directory"
+        ) from None
+    cls = getattr(module, class_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, Component)):
+        raise ConfigError(
+            f"custom component '{name}': '{class_name}' in '{module_name}' is not a subclass of "
+            "nlu_engine.component.Component"
+        )
+    return cls
+
+
+def registered_names() -> list[str]:
+    return sorted(COMPONENTS)

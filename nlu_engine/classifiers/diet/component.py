@@ -1,0 +1,426 @@
+"""DIETClassifier: the component around the DIET network.
+
+Messages <-> tensors, intent and tag vocabularies, the training loop (progress bar, hold-out
+evaluation, early stopping, best-checkpoint restore), batched prediction, and persistence
+(weights as ``.npz``, everything else JSON). The network itself is in ``model.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse
+
+from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier
+from nlu_engine.errors import ConfigError
+from nlu_engine.message import TEXT, Message
+from nlu_engine.training_data import bilou
+from nlu_engine.training_data.training_data import TrainingData
+
+TAG_KINDS = ("entity", "role", "group")
+PREDICT_BATCH = 64
+
+
+class DIETClassifier(IntentClassifier, EntityExtractor):
+    """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
+
+    Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 40 instead of 300 with a
+    learning rate that decays linearly to 10% (``learning_rate_schedule``),
+    ``random_seed`` 42 instead of a time-based seed (reproducible by default),
+    ``use_key_relative_attention`` / ``use_value_relative_attention`` on (the paper's model),
+    ``connection_density`` 1.0 (the paper's ``weight_sparsity: 0``).
+    """
+
+    provides = (INTENT, ENTITIES)
+    requires = (FEATURES,)
+    ranges = {
+        "epochs": (1, None),
+        "batch_size": (1, None),
+        "learning_rate": (0, None),
+        "transformer_size": (1, None),
+        "number_of_transformer_layers": (0, None),
+        "number_of_attention_heads": (1, None),
+        "max_relative_position": (1, None),
+        "embedding_dimension": (1, None),
+        "dense_dimension": (1, None),
+        "concat_dimension": (1, None),
+        "hidden_layers_sizes": (1, None),
+        "number_of_negative_examples": (1, None),
+        "ranking_length": (0, None),
+        "regularization_constant": (0, None),
+        "drop_rate": (0, 0.99),
+        "drop_rate_attention": (0, 0.99),
+        "connection_density": (0, 1),
+        "evaluate_on_number_of_examples": (0, None),
+        "early_stopping_patience": (0, None),
+        "label_smoothing": (0, 0.5),
+    }
+
+    def __init__(
+        self,
+        epochs: int = 40,
+        batch_size: int | list[int] = [64, 256],  # noqa: B006 - never mutated
+        batch_strategy: Literal["balanced", "sequence"] = "balanced",
+        learning_rate: float = 0.001,
+        learning_rate_schedule: Literal["constant", "linear_decay"] = "linear_decay",
+        random_seed: int | None = 42,
+        hidden_layers_sizes: dict[str, list[int]] = {"text": [], "label": []},  # noqa: B006
+        share_hidden_layers: bool = False,
+        transformer_size: int | None = 256,
+        number_of_transformer_layers: int = 2,
+        number_of_attention_heads: int = 4,
+        use_key_relative_attention: bool = True,
+        use_value_relative_attention: bool = True,
+        max_relative_position: int | None = 5,
+        unidirectional_encoder: bool = False,
+        embedding_dimension: int = 20,
+        dense_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
+        concat_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
+        number_of_negative_examples: int = 20,
+        similarity_type: Literal["auto", "inner", "cosine"] = "auto",
+        loss_type: Literal["cross_entropy", "softmax", "margin"] = "cross_entropy",
+        ranking_length: int = 10,
+        renormalize_confidences: bool = False,
+        maximum_positive_similarity: float = 0.8,
+        maximum_negative_similarity: float = -0.4,
+        use_maximum_negative_similarity: bool = True,
+        scale_loss: bool = False,
+        regularization_constant: float = 0.002,
+        negative_margin_scale: float = 0.8,
+        drop_rate: float = 0.2,
+        drop_rate_attention: float = 0.0,
+        connection_density: float = 1.0,
+        use_sparse_input_dropout: bool = True,
+        use_dense_input_dropout: bool = True,
+        evaluate_every_number_of_epochs: int = 20,
+        evaluate_on_number_of_examples: int = 0,
+        early_stopping_patience: int = 0,
+        intent_classification: bool = True,
+        entity_recognition: bool = True,
+        use_masked_language_model: bool = False,
+        BILOU_flag: bool = True,
+        tensorboard_log_directory: str | None = None,
+        tensorboard_log_level: Literal["epoch", "batch", "minibatch"] = "epoch",
+        checkpoint_model: bool = False,
+        featurizers: list[str] = [],  # noqa: B006
+        split_entities_by_comma: bool | dict[str, bool] = True,
+        constrain_similarities: bool = False,
+        model_confidence: Literal["softmax"] = "softmax",
+        run_eagerly: bool = False,
+        drop_small_last_batch: bool = False,
+        label_smoothing: float = 0.0,
+        show_progress: bool = True,
+    ) -> None:
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.batch_strategy = batch_strategy
+        self.learning_rate = learning_rate
+        self.learning_rate_schedule = learning_rate_schedule
+        self.random_seed = random_seed
+        self.hidden_layers_sizes = hidden_layers_sizes
+        self.share_hidden_layers = share_hidden_layers
+        self.transformer_size = transformer_size
+        self.number_of_transformer_layers = number_of_transformer_layers
+        self.number_of_attention_heads = number_of_attention_heads
+        self.use_key_relative_attention = use_key_relative_attention
+        self.use_value_relative_attention = use_value_relative_attention
+        self.max_relative_position = max_relative_position
+        self.unidirectional_encoder = unidirectional_encoder
+        self.embedding_dimension = embedding_dimension
+        self.dense_dimension = dense_dimension
+        self.concat_dimension = concat_dimension
+        self.number_of_negative_examples = number_of_negative_examples
+        self.similarity_type = similarity_type
+        self.loss_type = loss_type
+        self.ranking_length = ranking_length
+        self.renormalize_confidences = renormalize_confidences
+        self.maximum_positive_similarity = maximum_positive_similarity
+        self.maximum_negative_similarity = maximum_negative_similarity
+        self.use_maximum_negative_similarity = use_maximum_negative_similarity
+        self.scale_loss = scale_loss
+        self.regularization_constant = regularization_constant
+        self.negative_margin_scale = negative_margin_scale
+        self.drop_rate = drop_rate
+        self.drop_rate_attention = drop_rate_attention
+        self.connection_density = connection_density
+        self.use_sparse_input_dropout = use_sparse_input_dropout
+        self.use_dense_input_dropout = use_dense_input_dropout
+        self.evaluate_every_number_of_epochs = evaluate_every_number_of_epochs
+        self.evaluate_on_number_of_examples = evaluate_on_number_of_examples
+        self.early_stopping_patience = early_stopping_patience
+        self.intent_classification = intent_classification
+        self.entity_recognition = entity_recognition
+        self.use_masked_language_model = use_masked_language_model
+        self.BILOU_flag = BILOU_flag
+        self.tensorboard_log_directory = tensorboard_log_directory
+        self.tensorboard_log_level = tensorboard_log_level
+        self.checkpoint_model = checkpoint_model
+        self.featurizers = featurizers
+        self.split_entities_by_comma = split_entities_by_comma
+        self.constrain_similarities = constrain_similarities
+        self.model_confidence = model_confidence
+        self.run_eagerly = run_eagerly
+        self.drop_small_last_batch = drop_small_last_batch
+        self.label_smoothing = label_smoothing
+        self.show_progress = show_progress
+
+    # --- parameters the network reads -----------------------------------------------------
+    def network_params(self) -> dict[str, Any]:
+        p = self.get_config()
+        p["loss_type"] = "cross_entropy" if self.loss_type == "softmax" else self.loss_type
+        if self.similarity_type == "auto":
+            p["similarity_type"] = "inner" if p["loss_type"] == "cross_entropy" else "cosine"
+        if p["transformer_size"] is None:
+            p["transformer_size"] = 256
+        defaults_dense = {"text": 128, "label": 20}
+        p["dense_dimension"] = {**defaults_dense, **self.dense_dimension}
+        p["concat_dimension"] = {**defaults_dense, **self.concat_dimension}
+        p["hidden_layers_sizes"] = {"text": [], "label": [], **self.hidden_layers_sizes}
+        if p["transformer_size"] % self.number_of_attention_heads:
+            raise ConfigError(
+                f"DIETClassifier: transformer_size ({p['transformer_size']}) must be divisible "
+                f"by number_of_attention_heads ({self.number_of_attention_heads})"
+            )
+        return p
+
+    # --- messages -> arrays --------------------------------------------------------------
+    def _features(self, message: Message, kind: str, sparse: bool):
+        return message.features_for(TEXT, kind, sparse, self.featurizers or None)  # type: ignore[arg-type]
+
+    def _encode(self, messages: list[Message], with_targets: bool):
+        from nlu_engine.classifiers.diet.batching import EncodedData, stack_csr
+
+        lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        seq_rows, sent_rows, dense_seq, dense_sent = [], [], [], []
+        for message, n in zip(messages, lengths, strict=True):
+            seq = self._features(message, "sequence", True)
+            seq_rows.append(seq if seq is not None and seq.shape[0] == n else
+                            scipy.sparse.csr_matrix((n, self.seq_vocab_), dtype=np.float32))
+            sent = self._features(message, "sentence", True)
+            sent_rows.append(sent if sent is not None else
+                             scipy.sparse.csr_matrix((1, self.sent_vocab_), dtype=np.float32))
+            if self.dense_seq_dim_:
+                d = self._features(message, "sequence", False)
+                dense_seq.append(d if d is not None and d.shape[0] == n else
+                                 np.zeros((n, self.dense_seq_dim_), np.float32))
+            if self.dense_sent_dim_:
+                d = self._features(message, "sentence", False)
+                dense_sent.append(d if d is not None else np.zeros((1, self.dense_sent_dim_), np.float32))
+        tags: dict[str, np.ndarray] = {}
+        label_ids = np.full(len(messages), -1, np.int32)
+        if with_targets:
+            index = {name: i for i, name in enumerate(self.intents_)}
+            label_ids = np.array([index.get(m.intent or "", -1) for m in messages], np.int32)
+            for kind, vocabulary in self.tag_vocab_.items():
+                ids = {tag: i for i, tag in enumerate(vocabulary)}
+                per_token = []
+                for message, n in zip(messages, lengths, strict=True):
+                    tokens = message.tokens.get(TEXT, [])
+                    names = bilou.entity_tags(tokens, message.entities, kind, self.BILOU_flag)
+                    row = [ids.get(t, 0) for t in names] or [0]
+                    per_token.append(np.array(row[:n] + [0] * (n - len(row)), np.int32))
+                tags[kind] = np.concatenate(per_token) if per_token else np.zeros(0, np.int32)
+        return EncodedData(
+            lengths=lengths,
+            offsets=offsets,
+            seq=stack_csr(seq_rows, self.seq_vocab_),
+            sent=stack_csr(sent_rows, self.sent_vocab_),
+            dense_seq=np.concatenate(dense_seq).astype(np.float32) if dense_seq else None,
+            dense_sent=np.concatenate(dense_sent).astype(np.float32) if dense_sent else None,
+            label_ids=label_ids,
+            tags=tags,
+        )
+
+    def _learn_vocabularies(self, data: TrainingData, examples: list[Message]) -> None:
+        first = examples[0]
+        seq = self._features(first, "sequence", True)
+        sent = self._features(first, "sentence", True)
+        dseq = self._features(first, "sequence", False)
+        dsent = self._features(first, "sentence", False)
+        self.seq_vocab_ = 0 if seq is None else int(seq.shape[1])
+        self.sent_vocab_ = 0 if sent is None else int(sent.shape[1])
+        self.dense_seq_dim_ = 0 if dseq is None else int(dseq.shape[1])
+        self.dense_sent_dim_ = 0 if dsent is None else int(dsent.shape[1])
+        if not (self.seq_vocab_ or self.dense_seq_dim_):
+            raise ConfigError(
+                "DIETClassifier: the messages have no token features; add a featurizer such as "
+                "CountVectorsFeaturizer before DIETClassifier"
+            )
+        self.intents_ = data.intents if self.intent_classification else []
+        self.tag_vocab_: dict[str, list[str]] = {}
+        if self.entity_recognition:
+            for kind, values in (
+                ("entity", data.entity_types), ("role", data.roles), ("group", data.groups)
+            ):
+                if not values:
+                    continue
+                if self.BILOU_flag:
+                    vocabulary = ["O"] + [f"{p}-{v}" for v in values for p in "BILU"]
+                else:
+                    vocabulary = ["O", *values]
+                self.tag_vocab_[kind] = vocabulary
+
+    def _label_features(self, examples: list[Message]) -> np.ndarray:
+        """A bag of the intent attribute's features per intent, or one-hot when there are none."""
+        n = len(self.intents_)
+        rows: dict[str, np.ndarray] = {}
+        for message in examples:
+            if message.intent in rows or message.intent not in self.intents_:
+                continue
+            from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
+
+            seq = message.features_for(INTENT_ATTRIBUTE, "sequence", True)
+            sent = message.features_for(INTENT_ATTRIBUTE, "sentence", True)
+            parts = []
+            if seq is not None:
+                parts.append(np.asarray(seq.sum(axis=0)).ravel())
+            elif sent is not None:
+                parts.append(sent.toarray().ravel())
+            if parts:
+                rows[str(message.intent)] = np.concatenate(parts)
+        if len(rows) == n and n and len({r.shape for r in rows.values()}) == 1:
+            return np.stack([rows[name] for name in self.intents_]).astype(np.float32)
+        return np.eye(n, dtype=np.float32)
+
+    # --- training -------------------------------------------------------------------------
+    def train(self, data: TrainingData) -> None:
+        examples = [m for m in data.messages if m.intent and m.tokens.get(TEXT)]
+        if not examples:
+            raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
+        params = self.network_params()
+        self._report_misaligned(examples)
+        self._learn_vocabularies(data, examples)
+        if self.entity_recognition and not self.tag_vocab_ and not self.intent_classification:
+            raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
+        from nlu_engine.classifiers.diet.training import fit
+
+        self._seed()
+        label_features = self._label_features(examples)
+        encoded = self._encode(examples, with_targets=True)
+        self.network_, self.history_ = fit(self, params, encoded, label_features)
+        self._build_predict()
+
+    def _seed(self) -> None:
+        import keras
+
+        if self.random_seed is not None:
+            keras.utils.set_random_seed(self.random_seed)
+
+    def _report_misaligned(self, examples: list[Message]) -> None:
+        if not self.entity_recognition:
+            return
+        bad = []
+        for message in examples:
+            for entity in bilou.misaligned_entities(message.tokens.get(TEXT, []), message.entities):
+                bad.append(f"'{entity.get('value', '')}' ({entity['entity']}) in '{message.text}'")
+        if bad:
+            shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+            print(
+                f"warning: DIETClassifier: {len(bad)} entity annotation(s) do not fall on token "
+                f"boundaries and are ignored: {shown}",
+                file=sys.stderr,
+            )
+
+    # --- prediction -------------------------------------------------------------------------
+    def _build_predict(self) -> None:
+        from nlu_engine.classifiers.diet.training import compiled_predict
+
+        self._predict = compiled_predict(self.network_, self)
+
+    def predict_arrays(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
+        """Per message: intent confidences [N] and per tag kind decoded ids and confidences."""
+        from nlu_engine.classifiers.diet.batching import make_batch
+
+        encoded = self._encode(messages, with_targets=False)
+        results: list[dict[str, np.ndarray]] = [{} for _ in messages]
+        order = np.argsort(encoded.lengths, kind="stable")
+        for start in range(0, len(order), PREDICT_BATCH):
+            index = order[start : start + PREDICT_BATCH]
+            batch = make_batch(encoded, index)
+            out = {k: v.numpy() for k, v in self._predict(batch).items()}
+            for row, i in enumerate(index):
+                n = int(encoded.lengths[i])
+                result = {}
+                if "intent_sims" in out:
+                    sims = out["intent_sims"][row].astype(np.float64)
+                    e = np.exp(sims - sims.max())
+                    result["intent"] = e / e.sum()
+                for kind in self.tag_vocab_:
+                    result[f"tags_{kind}"] = out[f"tags_{kind}"][row, :n]
+                    result[f"conf_{kind}"] = out[f"conf_{kind}"][row, :n]
+                results[i] = result
+        return results
+
+    def process(self, messages: list[Message]) -> None:
+        todo = [m for m in messages if m.tokens.get(TEXT)]
+        if not todo:
+            return
+        for message, result in zip(todo, self.predict_arrays(todo), strict=True):
+            if "intent" in result:
+                write_intent(message, self.intents_, result["intent"], self.ranking_length,
+                             self.renormalize_confidences)
+            elif len(self.intents_) == 1:
+                write_intent(message, self.intents_, np.ones(1), self.ranking_length)
+            if "tags_entity" in result:
+                message.entities.extend(self._entities(message, result))
+
+    def _entities(self, message: Message, result: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+        tokens = message.tokens[TEXT]
+        names = {k: [self.tag_vocab_[k][int(i)] for i in result[f"tags_{k}"]] for k in self.tag_vocab_}
+        confidences = {k: [float(c) for c in result[f"conf_{k}"]] for k in self.tag_vocab_}
+        return bilou.spans_to_entities(
+            message.text,
+            tokens,
+            names,
+            confidences,
+            extractor="DIETClassifier",
+            bilou=self.BILOU_flag,
+            split_entities_by_comma=self.split_entities_by_comma,
+        )
+
+    # --- persistence ----------------------------------------------------------------------
+    def persist(self, directory: Path) -> None:
+        weights = self.network_.get_weights()
+        np.savez(directory / "weights.npz", **{f"w{i:04d}": w for i, w in enumerate(weights)})
+        np.savez(directory / "label_features.npz", label_features=self.network_.spec.label_features)
+        state = {
+            "intents": self.intents_,
+            "tag_vocabularies": self.tag_vocab_,
+            "seq_vocab": self.seq_vocab_,
+            "sent_vocab": self.sent_vocab_,
+            "dense_seq_dim": self.dense_seq_dim_,
+            "dense_sent_dim": self.dense_sent_dim_,
+            "weight_shapes": [list(w.shape) for w in weights],
+            "history": self.history_,
+        }
+        (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
+        from nlu_engine.classifiers.diet.training import build_network
+
+        component = cls(**config)
+        state = json.loads((directory / "diet.json").read_text(encoding="utf-8"))
+        component.intents_ = [str(i) for i in state["intents"]]
+        component.tag_vocab_ = {str(k): [str(t) for t in v] for k, v in state["tag_vocabularies"].items()}
+        for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
+            setattr(component, f"{key}_", int(state[key]))
+        component.history_ = state.get("history", {})
+        with np.load(directory / "label_features.npz", allow_pickle=False) as f:
+            label_features = f["label_features"]
+        with np.load(directory / "weights.npz", allow_pickle=False) as f:
+            weights = [f[f"w{i:04d}"] for i in range(len(f.files))]
+        component.network_ = build_network(component, component.network_params(), label_features)
+        expected = [list(w.shape) for w in component.network_.get_weights()]
+        if expected != [list(w.shape) for w in weights]:
+            raise ValueError("the stored weights do not fit the network the config describes")
+        component.network_.set_weights(weights)
+        component._build_predict()
+        return component
+

@@ -1,0 +1,219 @@
+"""Linear-chain CRF in plain TensorFlow ops (no tensorflow-addons).
+
+Notation: B batch, T time steps (padded), K tags. ``logits[b, t, k]`` are the unary
+potentials, ``transitions[i, j]`` the score of moving from tag i to tag j. As in Rasa (and
+TF-Addons, which Rasa ported) there are no explicit start/end transitions. Positions
+``t >= lengths[b]`` are ignored. Every function here works in graph mode (``tf.function``)
+with dynamic B and T; T must be >= 1 (DIET's entity tensors always have one extra position).
+
+The recursions run over time with ``tf.scan`` on time-major tensors. The log-sum-exp over the
+previous tag is done as a matrix product in shifted exp-space::
+
+    logsumexp_i(a[b, i] + W[i, j]) = m_b + M + log(sum_i exp(a[b, i] - m_b) exp(W[i, j] - M))
+
+with ``m_b = max_i a[b, i]`` and ``M = max W``; that is one [B, K] x [K, K] matmul per step
+instead of a [B, K, K] broadcast, which matters for K ~ 160. Viterbi needs a real max and
+keeps a [B, K, K] broadcast in its forward pass (decoding only, no gradient).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+# log() floor for the exp-space matmul; only reached when transition scores span > ~80 nats
+_TINY = 1e-30
+
+
+def _shifted_exp_transitions(transitions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """exp(W - max W) [K, K] and max W (scalar, no gradient: the result is shift-invariant)."""
+    shift = tf.stop_gradient(tf.reduce_max(transitions))
+    return tf.exp(transitions - shift), shift
+
+
+def _logsumexp_matmul(scores: tf.Tensor, exp_transitions: tf.Tensor, shift: tf.Tensor) -> tf.Tensor:
+    """out[b, j] = logsumexp_i(scores[b, i] + W[i, j]), via exp-space matmul.
+
+    scores [B, K], exp_transitions = exp(W - shift) [K, K] -> [B, K]
+    (pass ``tf.transpose(exp_transitions)`` to sum over the second index instead).
+    """
+    row_max = tf.stop_gradient(tf.reduce_max(scores, axis=-1, keepdims=True))  # [B, 1]
+    summed = tf.matmul(tf.exp(scores - row_max), exp_transitions)  # [B, K]
+    return tf.math.log(tf.maximum(summed, _TINY)) + row_max + shift
+
+
+def _forward_alphas(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
+    """Forward log-potentials alpha[t, b, j] (time-major [T, B, K]).
+
+    alpha[t] = log sum over tag paths y_0..y_t ending in j of exp(score). For
+    t >= lengths[b] the value is carried over, so alpha[T-1, b] = alpha[len_b - 1, b].
+    """
+    logits_tm = tf.transpose(logits, [1, 0, 2])  # [T, B, K]
+    exp_trans, shift = _shifted_exp_transitions(transitions)
+
+    def step(alpha: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        logit_t, t = elems  # [B, K], scalar
+        new_alpha = _logsumexp_matmul(alpha, exp_trans, shift) + logit_t  # [B, K]
+        return tf.where(((t > 0) & (t < lengths))[:, None], new_alpha, alpha)
+
+    # the scan covers all T steps (t = 0 keeps the initializer): scanning over T - 1 steps
+    # would break for T = 1 with an unknown batch size (empty TensorArray stack)
+    times = tf.range(tf.shape(logits_tm)[0])  # [T]
+    return tf.scan(step, (logits_tm, times), initializer=logits_tm[0])  # [T, B, K]
+
+
+def _log_partition(alphas: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+    """log Z [B] from the forward alphas [T, B, K]; 0 for empty sequences."""
+    log_z = tf.reduce_logsumexp(alphas[-1], axis=-1)  # [B]
+    return tf.where(lengths > 0, log_z, tf.zeros_like(log_z))
+
+
+def crf_sequence_score(
+    logits: tf.Tensor, tags: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor
+) -> tf.Tensor:
+    """Unnormalised score of the given tag paths.
+
+    logits [B, T, K] float32, tags [B, T] int32, lengths [B] int32, transitions [K, K] -> [B]
+    """
+    num_tags = tf.shape(logits)[2]
+    mask = tf.sequence_mask(lengths, maxlen=tf.shape(tags)[1])  # [B, T] bool
+    tags = tf.where(mask, tf.cast(tags, tf.int32), 0)  # padding tags may be garbage
+    unary = tf.gather(logits, tags, batch_dims=2)  # [B, T]
+    unary = tf.reduce_sum(tf.where(mask, unary, 0.0), axis=1)  # [B]
+    flat_pairs = tags[:, :-1] * num_tags + tags[:, 1:]  # [B, T-1] index into W.flat
+    binary = tf.gather(tf.reshape(transitions, [-1]), flat_pairs)  # [B, T-1]
+    binary = tf.reduce_sum(tf.where(mask[:, 1:], binary, 0.0), axis=1)  # [B]
+    return unary + binary
+
+
+def crf_log_norm(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
+    """log Z(x) [B] (0 for empty sequences). logits [B, T, K], lengths [B], W [K, K]."""
+    lengths = tf.cast(lengths, tf.int32)
+    return _log_partition(_forward_alphas(logits, lengths, transitions), lengths)
+
+
+def crf_log_likelihood(
+    logits: tf.Tensor, tags: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor
+) -> tf.Tensor:
+    """log p(tags | x) [B]; positions >= length are ignored, an empty sequence gives 0.
+
+    logits [B, T, K] float32, tags [B, T] int32, lengths [B] int32, transitions [K, K]
+    """
+    lengths = tf.cast(lengths, tf.int32)
+    score = crf_sequence_score(logits, tags, lengths, transitions)  # [B]
+    return score - crf_log_norm(logits, lengths, transitions)  # [B]
+
+
+def crf_viterbi_decode(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
+    """Highest-scoring tag path, tags [B, T] int32 with padding positions set to 0.
+
+    logits [B, T, K], lengths [B] int32, transitions [K, K]
+
+    The forward pass keeps only the max-scores delta[t] (no [B, K] backpointers per step);
+    the backward pass recomputes the one argmax it needs: y_{t-1} = argmax_i(delta[t-1, i] +
+    W[i, y_t]), which is [B, K] work per step instead of [B, K, K].
+    """
+    lengths = tf.cast(lengths, tf.int32)
+    logits_tm = tf.transpose(logits, [1, 0, 2])  # [T, B, K]
+    max_len = tf.shape(logits_tm)[0]
+    times = tf.range(max_len)  # [T]
+    transitions_t = tf.transpose(transitions)  # [K_next, K_prev]: reduce over the last axis
+
+    def forward(delta: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        logit_t, t = elems  # [B, K], scalar
+        candidates = delta[:, None, :] + transitions_t[None]  # [B, K_next, K_prev]
+        new_delta = tf.reduce_max(candidates, axis=-1) + logit_t  # [B, K]
+        # t = 0 keeps the initializer; past the end the score is carried over
+        return tf.where(((t > 0) & (t < lengths))[:, None], new_delta, delta)
+
+    deltas = tf.scan(forward, (logits_tm, times), initializer=logits_tm[0])  # [T, B, K]
+    last_tag = tf.argmax(deltas[-1], axis=-1, output_type=tf.int32)  # [B]
+
+    def backward(tag_next: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        delta_t, t = elems  # delta[t] [B, K], scalar t; tag_next = y_{t+1}
+        scores = delta_t + tf.gather(transitions_t, tag_next)  # [B, K_prev]
+        tag_t = tf.argmax(scores, axis=-1, output_type=tf.int32)  # [B]
+        return tf.where(t + 1 < lengths, tag_t, tag_next)  # last real position and beyond
+
+    tags = tf.scan(backward, (deltas, times), initializer=last_tag, reverse=True)  # [T, B]
+    tags = tf.transpose(tags)  # [B, T]
+    return tags * tf.sequence_mask(lengths, maxlen=max_len, dtype=tf.int32)
+
+
+def crf_marginals(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
+    """Per-token marginals p(y_t = k | x) [B, T, K] by forward-backward in log space.
+
+    Each real position sums to 1 over k; padding positions are 0.
+    logits [B, T, K], lengths [B] int32, transitions [K, K]
+    """
+    lengths = tf.cast(lengths, tf.int32)
+    alphas = _forward_alphas(logits, lengths, transitions)  # [T, B, K]
+    log_z = _log_partition(alphas, lengths)  # [B]
+
+    logits_tm = tf.transpose(logits, [1, 0, 2])  # [T, B, K]
+    exp_trans, shift = _shifted_exp_transitions(transitions)
+    exp_trans_t = tf.transpose(exp_trans)  # sums over the *next* tag
+
+    def backward(beta_next: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
+        logit_next, t = elems  # logits at t+1 [B, K], scalar t
+        # beta[t, b, i] = logsumexp_j(W[i, j] + logits[t+1, b, j] + beta[t+1, b, j])
+        beta = _logsumexp_matmul(logit_next + beta_next, exp_trans_t, shift)  # [B, K]
+        return tf.where((t + 1 < lengths)[:, None], beta, tf.zeros_like(beta))
+
+    zeros = tf.zeros_like(logits_tm[0])  # [B, K]; beta at the last real position is 0
+    logits_next = tf.concat([logits_tm[1:], zeros[None]], axis=0)  # [T, B, K] logits at t+1
+    times = tf.range(tf.shape(logits_tm)[0])  # [T]
+    betas = tf.scan(backward, (logits_next, times), initializer=zeros, reverse=True)  # [T, B, K]
+
+    log_marginals = alphas + betas - log_z[None, :, None]  # [T, B, K]
+    marginals = tf.transpose(tf.exp(log_marginals), [1, 0, 2])  # [B, T, K]
+    mask = tf.sequence_mask(lengths, maxlen=tf.shape(logits)[1], dtype=marginals.dtype)
+    return marginals * mask[:, :, None]
+
+
+class CRF(keras.layers.Layer):
+    """CRF head: owns the transition matrix, computes the tagging loss and decodes.
+
+    ``transitions`` [K, K] (variable name "transitions", glorot-uniform, seeded through
+    ``keras.utils.set_random_seed``) carries L2(``reg_lambda``); the penalty shows up in
+    ``layer.losses`` / ``model.losses``. ``scale_loss`` is Rasa's focal-like weighting
+    ``stop_grad(((1 - p) / 0.5) ** 4)`` once some example has p(tags | x) > 0.5.
+    """
+
+    def __init__(self, num_tags: int, reg_lambda: float = 0.0, scale_loss: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.num_tags = num_tags
+        self.reg_lambda = reg_lambda
+        self.scale_loss = scale_loss
+        self.transitions = self.add_weight(
+            name="transitions",
+            shape=(num_tags, num_tags),
+            initializer="glorot_uniform",
+            regularizer=keras.regularizers.L2(reg_lambda) if reg_lambda > 0 else None,
+        )
+        self.built = True
+
+    def loss(self, logits: tf.Tensor, tags: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
+        """Mean negative log-likelihood (scalar). logits [B, T, K], tags [B, T], lengths [B]."""
+        log_likelihood = crf_log_likelihood(logits, tags, lengths, self.transitions)  # [B]
+        nll = -log_likelihood
+        if self.scale_loss:
+            p = tf.exp(log_likelihood)
+            weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
+            nll *= weight
+        return tf.reduce_mean(nll)
+
+    def decode(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Viterbi tags [B, T] int32 and each tag's marginal probability [B, T] (0 at padding)."""
+        tags = crf_viterbi_decode(logits, lengths, self.transitions)  # [B, T]
+        marginals = crf_marginals(logits, lengths, self.transitions)  # [B, T, K]
+        confidences = tf.gather(marginals, tags, batch_dims=2)  # [B, T]; padding rows are 0
+        return tags, confidences
+
+    def call(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        return self.decode(logits, lengths)
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        config.update(num_tags=self.num_tags, reg_lambda=self.reg_lambda, scale_loss=self.scale_loss)
+        return config

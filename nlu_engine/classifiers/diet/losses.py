@@ -1,0 +1,217 @@
+"""Similarity loss between input and label embeddings (Rasa's ``SingleLabelDotProductLoss``).
+
+For each example, ``num_neg`` negatives are drawn with replacement from all labels and from the
+other inputs in the batch; negatives that share the example's label id are masked with -1e9.
+Five similarity groups are built (E embedding size, n = num_neg):
+
+    s_pos [B, 1]  sim(a, b)        a = input embedding, b = its label embedding
+    s_il  [B, n]  sim(a, b-)       b- = sampled label embeddings
+    s_ll  [B, n]  sim(b, b-)
+    s_ii  [B, n]  sim(a, a-)       a- = sampled input embeddings from the batch
+    s_li  [B, n]  sim(b, a-)
+
+``cross_entropy``: softmax CE with the target at index 0 over [s_pos, s_il, s_li] (+ s_ii, s_ll
+unless ``constrain_similarities``, which instead adds a mean sigmoid CE over all groups).
+``margin``: StarSpace-style hinge losses around ``mu_pos`` / ``mu_neg``.
+
+Label ids may be [B] (intent ids) or [B, F] (e.g. token feature ids for the masked-LM loss);
+two entries count as the same label when all their trailing values are equal.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+import tensorflow as tf
+
+SimilarityType = Literal["inner", "cosine"]
+LossType = Literal["cross_entropy", "margin"]
+
+_NEG_INF = -1e9
+
+
+def similarity(a: tf.Tensor, b: tf.Tensor, kind: SimilarityType = "inner") -> tf.Tensor:
+    """Similarity over the last axis, broadcasting the others: [..., E] x [..., E] -> [...].
+
+    For all labels at inference: ``similarity(a[:, None, :], labels[None], kind)`` -> [B, N].
+    """
+    if kind == "cosine":
+        a = tf.nn.l2_normalize(a, axis=-1)
+        b = tf.nn.l2_normalize(b, axis=-1)
+    elif kind != "inner":
+        raise ValueError(f"similarity type must be 'inner' or 'cosine', got {kind!r}")
+    return tf.reduce_sum(a * b, axis=-1)
+
+
+def confidences_from_similarities(
+    sims: tf.Tensor, model_confidence: Literal["softmax", "linear_norm", "auto"] = "softmax"
+) -> tf.Tensor:
+    """Similarities [B, N] -> confidences [B, N].
+
+    ``softmax`` is Rasa 3's only choice; ``linear_norm`` (Rasa 2.x) clips negatives to 0 and
+    divides by the row sum; ``auto`` returns the raw similarities (Rasa's margin-loss mode).
+    """
+    if model_confidence == "softmax":
+        return tf.nn.softmax(sims, axis=-1)
+    if model_confidence == "linear_norm":
+        clipped = tf.maximum(sims, 0.0)
+        return tf.math.divide_no_nan(clipped, tf.reduce_sum(clipped, axis=-1, keepdims=True))
+    if model_confidence == "auto":
+        return sims
+    raise ValueError(f"model_confidence must be 'softmax', 'linear_norm' or 'auto', got {model_confidence!r}")
+
+
+def _same_label(target_ids: tf.Tensor, candidate_ids: tf.Tensor) -> tf.Tensor:
+    """1.0 where a candidate has the target's label: [B, ...], [B, n, ...] -> [B, n] float32."""
+    equal = tf.equal(candidate_ids, tf.expand_dims(target_ids, axis=1))  # [B, n, ...]
+    if equal.shape.rank > 2:
+        equal = tf.reduce_all(tf.reshape(equal, (tf.shape(equal)[0], tf.shape(equal)[1], -1)), -1)
+    return tf.cast(equal, tf.float32)
+
+
+class DotProductLoss:
+    """Single-label dot-product loss with sampled negatives (see the module docstring).
+
+    Not a Keras layer: it has no weights. Sampling uses its own ``tf.random.Generator``; with
+    ``seed=None`` the seed comes from Python's ``random``, which ``keras.utils.set_random_seed``
+    seeds, so runs are reproducible. Create it eagerly (e.g. in the model's ``__init__``),
+    not inside a ``tf.function``.
+    """
+
+    def __init__(
+        self,
+        num_neg: int = 20,
+        loss_type: LossType = "cross_entropy",
+        similarity_type: SimilarityType = "inner",
+        constrain_similarities: bool = False,
+        scale_loss: bool = False,
+        mu_pos: float = 0.8,
+        mu_neg: float = -0.4,
+        use_max_sim_neg: bool = True,
+        neg_lambda: float = 0.8,
+        seed: int | None = None,
+    ) -> None:
+        if loss_type not in ("cross_entropy", "margin"):
+            raise ValueError(f"loss_type must be 'cross_entropy' or 'margin', got {loss_type!r}")
+        if similarity_type not in ("inner", "cosine"):
+            raise ValueError(f"similarity_type must be 'inner' or 'cosine', got {similarity_type!r}")
+        self.num_neg = num_neg
+        self.loss_type = loss_type
+        self.similarity_type = similarity_type
+        self.constrain_similarities = constrain_similarities
+        self.scale_loss = scale_loss
+        self.mu_pos = mu_pos
+        self.mu_neg = mu_neg
+        self.use_max_sim_neg = use_max_sim_neg
+        self.neg_lambda = neg_lambda
+        self.seed = random.randint(0, 2**31 - 1) if seed is None else seed
+        self._rng = tf.random.Generator.from_seed(self.seed)
+
+    def sample_indices(self, batch_size: tf.Tensor, num_candidates: tf.Tensor) -> tf.Tensor:
+        """Uniform indices with replacement [batch_size, num_neg] in [0, num_candidates)."""
+        return self._rng.uniform((batch_size, self.num_neg), minval=0, maxval=num_candidates, dtype=tf.int32)
+
+    def __call__(
+        self,
+        inputs_embed: tf.Tensor,
+        labels_embed: tf.Tensor,
+        label_ids: tf.Tensor,
+        all_labels_embed: tf.Tensor,
+        all_label_ids: tf.Tensor,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Loss and accuracy (scalars) with freshly sampled negatives.
+
+        inputs_embed [B, E], labels_embed [B, E], label_ids [B] (or [B, F]),
+        all_labels_embed [N, E], all_label_ids [N] (or [N, F]).
+        """
+        batch_size = tf.shape(inputs_embed)[0]
+        label_neg_idx = self.sample_indices(batch_size, tf.shape(all_labels_embed)[0])  # [B, n]
+        input_neg_idx = self.sample_indices(batch_size, batch_size)  # [B, n]
+        return self.loss_with_negatives(
+            inputs_embed,
+            labels_embed,
+            label_ids,
+            all_labels_embed,
+            all_label_ids,
+            label_neg_idx,
+            input_neg_idx,
+        )
+
+    def loss_with_negatives(
+        self,
+        inputs_embed: tf.Tensor,
+        labels_embed: tf.Tensor,
+        label_ids: tf.Tensor,
+        all_labels_embed: tf.Tensor,
+        all_label_ids: tf.Tensor,
+        label_neg_idx: tf.Tensor,
+        input_neg_idx: tf.Tensor,
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Deterministic core of ``__call__``: negatives given as indices.
+
+        label_neg_idx [B, n] into all labels, input_neg_idx [B, n] into the batch.
+        """
+        sim = self.similarity_type
+        neg_labels = tf.gather(all_labels_embed, label_neg_idx)  # [B, n, E]
+        neg_inputs = tf.gather(inputs_embed, input_neg_idx)  # [B, n, E]
+        bad_labels = _same_label(label_ids, tf.gather(all_label_ids, label_neg_idx))  # [B, n]
+        bad_inputs = _same_label(label_ids, tf.gather(label_ids, input_neg_idx))  # [B, n]
+
+        a = inputs_embed[:, None, :]  # [B, 1, E]
+        b = labels_embed[:, None, :]  # [B, 1, E]
+        s_pos = similarity(a, b, sim)  # [B, 1]
+        s_il = similarity(a, neg_labels, sim) + _NEG_INF * bad_labels  # [B, n]
+        s_ll = similarity(b, neg_labels, sim) + _NEG_INF * bad_labels  # [B, n]
+        s_ii = similarity(a, neg_inputs, sim) + _NEG_INF * bad_inputs  # [B, n]
+        s_li = similarity(b, neg_inputs, sim) + _NEG_INF * bad_inputs  # [B, n]
+
+        # accuracy over the sampled label negatives only (as Rasa's `i_acc`)
+        accuracy = tf.reduce_mean(tf.cast(s_pos[:, 0] >= tf.reduce_max(s_il, axis=-1), tf.float32))
+        if self.loss_type == "margin":
+            loss = self._margin_loss(s_pos, s_il, s_ll, s_ii, s_li)
+        else:
+            loss = self._cross_entropy_loss(s_pos, s_il, s_ll, s_ii, s_li)
+        return loss, accuracy
+
+    def _cross_entropy_loss(
+        self,
+        s_pos: tf.Tensor,
+        s_il: tf.Tensor,
+        s_ll: tf.Tensor,
+        s_ii: tf.Tensor,
+        s_li: tf.Tensor,
+    ) -> tf.Tensor:
+        """Mean over the batch of softmax CE (target index 0) [+ sigmoid CE]."""
+        groups = [s_pos, s_il, s_li] if self.constrain_similarities else [s_pos, s_il, s_li, s_ii, s_ll]
+        logits = tf.concat(groups, axis=-1)  # [B, 1 + k*n]
+        loss = tf.reduce_logsumexp(logits, axis=-1) - s_pos[:, 0]  # [B] = -log softmax[0]
+        if self.constrain_similarities:
+            all_sims = tf.concat([s_pos, s_il, s_ll, s_ii, s_li], axis=-1)  # [B, 1 + 4n]
+            targets = tf.concat([tf.ones_like(s_pos), tf.zeros_like(all_sims[:, 1:])], axis=-1)
+            sigmoid = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=all_sims)
+            loss += tf.reduce_mean(sigmoid, axis=-1)  # [B]
+        if self.scale_loss:
+            # focal-like: down-weight examples already learned, once any p > 0.5
+            p = tf.exp(-loss)
+            weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
+            loss *= weight
+        return tf.reduce_mean(loss)
+
+    def _margin_loss(
+        self,
+        s_pos: tf.Tensor,
+        s_il: tf.Tensor,
+        s_ll: tf.Tensor,
+        s_ii: tf.Tensor,
+        s_li: tf.Tensor,
+    ) -> tf.Tensor:
+        """StarSpace hinge: pull s_pos above mu_pos, push negatives below -mu_neg."""
+        loss = tf.maximum(0.0, self.mu_pos - s_pos[:, 0])  # [B]
+        if self.use_max_sim_neg:
+            loss += tf.maximum(0.0, self.mu_neg + tf.reduce_max(s_il, axis=-1))
+        else:
+            loss += tf.reduce_sum(tf.maximum(0.0, self.mu_neg + s_il), axis=-1)
+        for group in (s_ll, s_ii, s_li):
+            loss += self.neg_lambda * tf.maximum(0.0, self.mu_neg + tf.reduce_max(group, axis=-1))
+        return tf.reduce_mean(loss)

@@ -1,0 +1,335 @@
+"""The DIET network (Dual Intent and Entity Transformer), read top to bottom.
+
+    sparse token / sentence features ──► embedding bag (gather + segment sum) ──► dropout
+    dense token / sentence features  ──► concatenated
+    (token and sentence widths differ ─► Ffnn(concat_dimension) each)
+    sentence vector written after the last token  ──► [B, T+1, D]
+    Ffnn(hidden_layers_sizes.text) ──► transformer (relative attention) ──► gelu ──► h [B, T+1, U]
+    intent:  h[b, len_b] ─► Embed(E)  ·  label features ─► dense ─► Ffnn ─► Embed(E)   (similarity)
+    entity:  h[:, :T]    ─► Dense(K) ─► CRF ;  role / group: [h, Embed(one-hot entity tags)] ─► CRF
+    mask LM (optional): masked token outputs ─► Embed  ·  their pre-transformer inputs ─► Embed
+
+Shapes: B batch, T tokens (longest in batch), V vocabulary, D feature width, U transformer
+units, E embedding_dimension, N intents, K tags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from nlu_engine.classifiers.diet.crf import CRF
+from nlu_engine.classifiers.diet.layers import Embed, Ffnn, RandomlyConnectedDense
+from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
+from nlu_engine.classifiers.diet.transformer import TransformerEncoder
+
+TAG_NAMES = ("entity", "role", "group")
+
+
+@dataclass
+class NetworkSpec:
+    """What the data decided: input widths, label features and tag counts."""
+
+    seq_vocab: int  # sparse token feature width V
+    sent_vocab: int  # sparse sentence feature width V'
+    dense_seq_dim: int  # dense token feature width (0 = none)
+    dense_sent_dim: int  # dense sentence feature width (0 = none)
+    label_features: np.ndarray  # [N, V_label] bag of features per intent
+    num_tags: dict[str, int] = field(default_factory=dict)  # "entity" / "role" / "group" -> K
+
+
+class SparseEmbeddingBag(keras.layers.Layer):
+    """A dense layer over sparse inputs computed on the non-zero columns only.
+
+    ids, values, positions [nnz] -> [num_positions, units]: row p is
+    sum over entries at p of values * kernel[ids] + bias. Sparse input dropout drops
+    individual non-zero entries while training. The L2 penalty covers only the rows a
+    batch touches (``row_penalty``), so the gradient stays sparse (see ``optimizer.py``).
+    """
+
+    def __init__(self, vocab: int, units: int, reg_lambda: float, drop_rate: float, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.vocab, self.units, self.drop_rate = vocab, units, drop_rate
+        self.reg_lambda = reg_lambda
+        self.kernel = self.add_weight(
+            name="kernel", shape=(max(vocab, 1), units), initializer="glorot_uniform"
+        )
+        self.bias = self.add_weight(name="bias", shape=(units,), initializer="zeros")
+        self.built = True
+
+    def call(self, ids, values, positions, num_positions, training=False):
+        if training and self.drop_rate > 0:
+            keep = tf.random.uniform(tf.shape(values), seed=None) >= self.drop_rate  # [nnz]
+            values = values * tf.cast(keep, values.dtype)
+        rows = tf.gather(self.kernel, ids) * values[:, None]  # [nnz, units]
+        summed = tf.math.unsorted_segment_sum(rows, positions, num_positions)  # [P, units]
+        return summed + self.bias
+
+    def row_penalty(self, ids):
+        """L2 of the kernel rows ``ids`` touch (scalar)."""
+        if self.reg_lambda <= 0:
+            return tf.constant(0.0)
+        rows = tf.gather(self.kernel, tf.unique(ids)[0])  # [R, units]
+        return self.reg_lambda * tf.reduce_sum(tf.square(rows))
+
+
+class DIETNetwork(keras.Model):
+    def __init__(self, spec: NetworkSpec, p: dict[str, Any]) -> None:
+        super().__init__(name="diet")
+        self.spec, self.p = spec, p
+        reg, drop, density = p["regularization_constant"], p["drop_rate"], p["connection_density"]
+        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(
+            p["concat_dimension"]
+        )
+        hidden = _per_attribute(p["hidden_layers_sizes"])
+        sparse_drop = drop if p["use_sparse_input_dropout"] else 0.0
+        self.dense_input_drop = keras.layers.Dropout(
+            drop if p["use_dense_input_dropout"] else 0.0, name="dense_input_dropout"
+        )
+        # --- text input: sparse -> dense, concatenated with dense features -------------------
+        self.seq_bag = SparseEmbeddingBag(
+            spec.seq_vocab, dense_dim["text"], reg, sparse_drop, name="seq_bag"
+        )
+        self.sent_bag = SparseEmbeddingBag(
+            spec.sent_vocab, dense_dim["text"], reg, sparse_drop, name="sent_bag"
+        )
+        seq_width = (dense_dim["text"] if spec.seq_vocab else 0) + spec.dense_seq_dim
+        sent_width = (dense_dim["text"] if spec.sent_vocab else 0) + spec.dense_sent_dim
+        self.unify = seq_width != sent_width and sent_width > 0
+        self.seq_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="seq_unify")
+        self.sent_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="sent_unify")
+        self.text_hidden = Ffnn(hidden["text"], drop, reg, density, name="text_hidden")
+        # --- transformer -----------------------------------------------------------------------
+        self.num_layers = p["number_of_transformer_layers"]
+        self.transformer = TransformerEncoder(
+            num_layers=self.num_layers,
+            units=p["transformer_size"],
+            num_heads=p["number_of_attention_heads"],
+            reg_lambda=reg,
+            dropout_rate=drop,
+            attention_dropout_rate=p["drop_rate_attention"],
+            density=density,
+            unidirectional=p["unidirectional_encoder"],
+            use_key_relative_position=p["use_key_relative_attention"],
+            use_value_relative_position=p["use_value_relative_attention"],
+            max_relative_position=p["max_relative_position"],
+            name="transformer",
+        )
+        # --- intent head -----------------------------------------------------------------------
+        embed_dim = p["embedding_dimension"]
+        self.label_features = tf.constant(spec.label_features, tf.float32)  # [N, V_label]
+        self.label_dense = RandomlyConnectedDense(
+            dense_dim["label"], density=1.0, reg_lambda=reg, name="label_dense"
+        )
+        self.label_hidden = Ffnn(hidden["label"], drop, reg, density, name="label_hidden")
+        self.text_embed = Embed(embed_dim, reg, name="text_embed")
+        self.label_embed = Embed(embed_dim, reg, name="label_embed")
+        self.intent_loss = DotProductLoss(
+            num_neg=p["number_of_negative_examples"],
+            loss_type=p["loss_type"],
+            similarity_type=p["similarity_type"],
+            constrain_similarities=p["constrain_similarities"],
+            scale_loss=p["scale_loss"],
+            mu_pos=p["maximum_positive_similarity"],
+            mu_neg=p["maximum_negative_similarity"],
+            use_max_sim_neg=p["use_maximum_negative_similarity"],
+            neg_lambda=p["negative_margin_scale"],
+        )
+        # --- entity heads: entity, then role and group conditioned on the entity tags --------
+        self.tag_logits = {
+            name: RandomlyConnectedDense(k, density=1.0, name=f"{name}_logits")
+            for name, k in spec.num_tags.items()
+        }
+        self.tag_crf = {
+            name: CRF(k, reg_lambda=reg, scale_loss=False, name=f"{name}_crf")
+            for name, k in spec.num_tags.items()
+        }
+        self.entity_tag_embed = Embed(embed_dim, reg, name="entity_tag_embed")
+        # --- masked language model -------------------------------------------------------------
+        self.use_mlm = p["use_masked_language_model"] and self.num_layers > 0
+        self.mask_vector = self.add_weight(
+            name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim["text"])),
+            initializer="random_uniform",
+        )
+        self.mlm_out_embed = Embed(embed_dim, reg, name="mlm_out_embed")
+        self.mlm_in_embed = Embed(embed_dim, reg, name="mlm_in_embed")
+        self.mlm_loss = DotProductLoss(
+            num_neg=p["number_of_negative_examples"], loss_type="cross_entropy",
+            similarity_type="inner", constrain_similarities=p["constrain_similarities"],
+            scale_loss=False,
+        )
+
+    def _input_width(self, seq_width: int, concat_dim: int) -> int:
+        width = concat_dim if self.unify else max(seq_width, 1)
+        hidden = _per_attribute(self.p["hidden_layers_sizes"])["text"]
+        return hidden[-1] if hidden else width
+
+    # ------------------------------------------------------------------------------------------
+    def encode_text(self, batch: dict[str, tf.Tensor], training: bool):
+        """Combined input features x [B, T+1, D] and transformer outputs h [B, T+1, U]."""
+        shape = batch["shape"]
+        batch_size, max_len = shape[0], shape[1]
+        lengths = batch["lengths"]  # [B]
+        token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
+        parts_seq, parts_sent = [], []
+        if self.spec.seq_vocab:
+            seq = self.seq_bag(
+                batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
+                batch_size * max_len, training=training,
+            )  # [B*T, Dt]
+            parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
+        if self.spec.dense_seq_dim:
+            parts_seq.append(self.dense_input_drop(batch["dense_seq"], training=training))
+        if self.spec.sent_vocab:
+            parts_sent.append(
+                self.sent_bag(
+                    batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
+                    batch_size, training=training,
+                )
+            )  # [B, Dt]
+        if self.spec.dense_sent_dim:
+            parts_sent.append(self.dense_input_drop(batch["dense_sent"], training=training))
+        x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]
+        if self.unify:
+            x_seq = self.seq_unify(x_seq, training=training)  # [B, T, C]
+        x_seq = x_seq * token_mask[:, :, None]  # bias made padding non-zero
+        x = tf.pad(x_seq, [[0, 0], [0, 1], [0, 0]])  # [B, T+1, D]
+        if parts_sent:
+            x_sent = tf.concat(parts_sent, axis=-1)  # [B, Ds']
+            if self.unify:
+                x_sent = self.sent_unify(x_sent, training=training)  # [B, C]
+            at_end = tf.one_hot(lengths, max_len + 1)  # [B, T+1]: 1 right after the last token
+            x = x + at_end[:, :, None] * x_sent[:, None, :]
+        x = self.text_hidden(x, training=training)  # [B, T+1, D]
+        mask = tf.sequence_mask(lengths + 1, max_len + 1, tf.float32)  # [B, T+1]
+        return x, mask
+
+    def transform(self, x, mask, training: bool):
+        if self.num_layers == 0:
+            return x
+        h = self.transformer(x, mask, training=training)  # [B, T+1, U]
+        return keras.activations.gelu(h)
+
+    def all_label_embeddings(self, training: bool):
+        """Every intent's embedding [N, E] from its bag of label features."""
+        x = self.label_dense(self.label_features)  # [N, Dl]
+        x = self.label_hidden(x, training=training)
+        return self.label_embed(x)  # [N, E]
+
+    def sentence_vector(self, h, lengths):
+        return tf.gather(h, lengths, batch_dims=1)  # [B, U]: the position after the last token
+
+    def tag_logits_for(self, name: str, h_tokens, entity_tags):
+        """Tag logits [B, T, K]; role and group see an embedding of the entity tags."""
+        if name == "entity":
+            return self.tag_logits[name](h_tokens)
+        one_hot = tf.one_hot(entity_tags, self.spec.num_tags["entity"])  # [B, T, K_e]
+        return self.tag_logits[name](tf.concat([h_tokens, self.entity_tag_embed(one_hot)], -1))
+
+    # ------------------------------------------------------------------------------------------
+    def losses_and_metrics(self, batch: dict[str, tf.Tensor], training: bool = True):
+        """Training objective: the sum of the intent, entity (role, group) and mask losses."""
+        lengths = batch["lengths"]
+        max_len = batch["shape"][1]
+        x, mask = self.encode_text(batch, training)
+        out: dict[str, tf.Tensor] = {}
+        total = tf.constant(0.0)
+        if training:
+            total += self.seq_bag.row_penalty(batch["seq_ids"])
+            total += self.sent_bag.row_penalty(batch["sent_ids"])
+        if self.use_mlm and training:
+            x, lm_targets, lm_positions = self._mask_inputs(x, mask, lengths)
+        h = self.transform(x, mask, training)  # [B, T+1, U]
+        if self.p["intent_classification"] and self.spec.label_features.shape[0] > 1:
+            all_labels = self.all_label_embeddings(training)  # [N, E]
+            text = self.text_embed(self.sentence_vector(h, lengths))  # [B, E]
+            ids = batch["label_ids"]  # [B]
+            labels = tf.gather(all_labels, ids)  # [B, E]
+            loss, acc = self.intent_loss(
+                text, labels, ids, all_labels, tf.range(tf.shape(all_labels)[0], dtype=tf.int32)
+            )
+            out["i_loss"], out["i_acc"] = loss, acc
+            total += loss
+        h_tokens = h[:, :max_len]  # [B, T, U]
+        for name in self.tag_crf:
+            gold = batch[f"tags_{name}"]  # [B, T]
+            logits = self.tag_logits_for(name, h_tokens, batch.get("tags_entity"))
+            loss = self.tag_crf[name].loss(logits, gold, lengths)
+            out[f"{name[0]}_loss"] = loss
+            total += loss
+            predicted = tf.argmax(logits, -1, output_type=tf.int32)  # cheap proxy for e_f1
+            real = tf.sequence_mask(lengths, max_len)
+            out[f"{name[0]}_tp"] = tf.reduce_sum(
+                tf.cast(real & (predicted == gold) & (gold > 0), tf.float32)
+            )
+            out[f"{name[0]}_pred"] = tf.reduce_sum(tf.cast(real & (predicted > 0), tf.float32))
+            out[f"{name[0]}_gold"] = tf.reduce_sum(tf.cast(real & (gold > 0), tf.float32))
+        if self.use_mlm and training:
+            loss, acc = self._mlm_loss(h, lm_targets, lm_positions)
+            out["m_loss"], out["m_acc"] = loss, acc
+            total += loss
+        out["loss"] = total
+        return out
+
+    def _mask_inputs(self, x, mask, lengths):
+        """Replace ~15% of real token positions: 70% mask vector, 10% random token, 20% kept."""
+        token_mask = mask * (1.0 - tf.one_hot(lengths, tf.shape(mask)[1]))  # no sentence slot
+        u = tf.random.uniform(tf.shape(token_mask))
+        chosen = (u >= 0.85) & (token_mask > 0)  # [B, T+1]
+        v = tf.random.uniform(tf.shape(token_mask))
+        use_mask = chosen & (v < 0.7)
+        use_random = chosen & (v >= 0.7) & (v < 0.8)
+        flat = tf.reshape(x, (-1, tf.shape(x)[-1]))
+        shuffled = tf.reshape(tf.gather(flat, tf.random.shuffle(tf.range(tf.shape(flat)[0]))),
+                              tf.shape(x))
+        masked = tf.where(use_mask[:, :, None], tf.broadcast_to(self.mask_vector, tf.shape(x)), x)
+        masked = tf.where(use_random[:, :, None], shuffled, masked)
+        positions = tf.cast(tf.where(chosen), tf.int32)  # [M, 2]
+        targets = tf.stop_gradient(tf.gather_nd(x, positions))  # [M, D]
+        return masked, targets, positions
+
+    def _mlm_loss(self, h, targets, positions):
+        outputs = self.mlm_out_embed(tf.gather_nd(h, positions))  # [M, E]
+        golden = self.mlm_in_embed(targets)  # [M, E]
+        count = tf.shape(golden)[0]
+        ids = tf.range(count, dtype=tf.int32)  # every masked token is its own label
+
+        def compute():
+            return self.mlm_loss(outputs, golden, ids, golden, ids)
+
+        return tf.cond(count > 1, compute, lambda: (tf.constant(0.0), tf.constant(0.0)))
+
+    # ------------------------------------------------------------------------------------------
+    def predict_batch(self, batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        """Intent similarities [B, N] and, per tag set, decoded tags and confidences [B, T]."""
+        lengths = batch["lengths"]
+        max_len = batch["shape"][1]
+        x, mask = self.encode_text(batch, training=False)
+        h = self.transform(x, mask, training=False)
+        out: dict[str, tf.Tensor] = {}
+        if self.p["intent_classification"] and self.spec.label_features.shape[0] > 0:
+            all_labels = self.all_label_embeddings(False)  # [N, E]
+            text = self.text_embed(self.sentence_vector(h, lengths))  # [B, E]
+            out["intent_sims"] = similarity(
+                text[:, None, :], all_labels[None, :, :], self.intent_loss.similarity_type
+            )  # [B, N]
+        h_tokens = h[:, :max_len]
+        entity_tags = None
+        for name in self.tag_crf:
+            logits = self.tag_logits_for(name, h_tokens, entity_tags)
+            tags, confidence = self.tag_crf[name].decode(logits, lengths)  # [B, T] each
+            if name == "entity":
+                entity_tags = tags
+            out[f"tags_{name}"], out[f"conf_{name}"] = tags, confidence
+        return out
+
+
+def _per_attribute(value: Any) -> dict[str, Any]:
+    """Rasa's per-attribute parameters ({text: 128, label: 20}); a bare value means both."""
+    if isinstance(value, dict):
+        return {"text": value.get("text"), "label": value.get("label"), **value}
+    return {"text": value, "label": value}

@@ -1,0 +1,70 @@
+"""Adam for DIET: fused dense updates, and lazy (row-wise) updates for embedding tables.
+
+The sparse input layers hold vocabulary-sized tables (60k+ char n-grams x 128). Updating every
+row of them each step, as a dense Adam does, costs more than the whole forward and backward
+pass. Their gradients arrive as ``IndexedSlices`` (only the rows a batch touched), so only
+those rows' moments and weights are updated ("lazy Adam"); every other variable goes through
+TensorFlow's fused ``ResourceApplyAdam`` kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tensorflow as tf
+
+
+class LazyAdam:
+    """Adam with a learning rate that may depend on the step (a callable of the step)."""
+
+    def __init__(
+        self,
+        variables: list,
+        learning_rate: float | Callable[[tf.Tensor], tf.Tensor],
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+    ) -> None:
+        self.learning_rate = learning_rate
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+        self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="adam_step")
+        # keras Variables wrap a tf.Variable in `.value`; the raw ops need that one
+        self.variables = [getattr(v, "value", v) for v in variables]
+        self.m = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables]
+        self.v = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.variables]
+
+    def current_learning_rate(self) -> tf.Tensor:
+        if callable(self.learning_rate):
+            return tf.cast(self.learning_rate(self.step), tf.float32)
+        return tf.constant(self.learning_rate, tf.float32)
+
+    def apply(self, gradients: list) -> None:
+        """Apply one step; ``gradients`` align with ``variables`` (None = unused)."""
+        self.step.assign_add(1)
+        t = tf.cast(self.step, tf.float32)
+        lr = self.current_learning_rate()
+        beta_1_power = tf.pow(self.beta_1, t)
+        beta_2_power = tf.pow(self.beta_2, t)
+        for var, m, v, grad in zip(self.variables, self.m, self.v, gradients, strict=True):
+            if grad is None:
+                continue
+            if isinstance(grad, tf.IndexedSlices):
+                self._sparse(var, m, v, grad, lr, beta_1_power, beta_2_power)
+            else:
+                tf.raw_ops.ResourceApplyAdam(
+                    var=var.handle, m=m.handle, v=v.handle,
+                    beta1_power=beta_1_power, beta2_power=beta_2_power, lr=lr,
+                    beta1=self.beta_1, beta2=self.beta_2, epsilon=self.epsilon,
+                    grad=grad, use_locking=False,
+                )
+
+    def _sparse(self, var, m, v, grad, lr, beta_1_power, beta_2_power) -> None:
+        rows, position = tf.unique(grad.indices)  # [R], [nnz]
+        g = tf.math.unsorted_segment_sum(grad.values, position, tf.shape(rows)[0])  # [R, D]
+        m_rows = self.beta_1 * tf.gather(m, rows) + (1.0 - self.beta_1) * g
+        v_rows = self.beta_2 * tf.gather(v, rows) + (1.0 - self.beta_2) * tf.square(g)
+        step = lr * tf.sqrt(1.0 - beta_2_power) / (1.0 - beta_1_power)
+        update = step * m_rows / (tf.sqrt(v_rows) + self.epsilon)
+        m.scatter_update(tf.IndexedSlices(m_rows, rows))
+        v.scatter_update(tf.IndexedSlices(v_rows, rows))
+        var.scatter_sub(tf.IndexedSlices(update, rows))

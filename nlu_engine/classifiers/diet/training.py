@@ -1,0 +1,275 @@
+"""DIET's training loop and compiled prediction.
+
+One compiled (``tf.function``) train step over batches grouped by length; the training set is
+featurized and encoded once (``EncodedData``), not per epoch. Optional hold-out evaluation
+every ``evaluate_every_number_of_epochs`` with best-checkpoint restore and early stopping.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import tensorflow as tf
+
+from nlu_engine.classifiers.diet.batching import (
+    EncodedData,
+    balanced_order,
+    batch_size_for_epoch,
+    length_grouped_batches,
+    make_batch,
+)
+from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
+from nlu_engine.classifiers.diet.optimizer import LazyAdam
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.classifiers.diet.component import DIETClassifier
+
+
+def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.TensorSpec]:
+    """The dynamic-shape signature of a batch (see ``batching.make_batch``)."""
+    i32, f32 = tf.int32, tf.float32
+    spec = {
+        "lengths": tf.TensorSpec([None], i32),
+        "seq_ids": tf.TensorSpec([None], i32),
+        "seq_values": tf.TensorSpec([None], f32),
+        "seq_positions": tf.TensorSpec([None], i32),
+        "sent_ids": tf.TensorSpec([None], i32),
+        "sent_values": tf.TensorSpec([None], f32),
+        "sent_positions": tf.TensorSpec([None], i32),
+        "shape": tf.TensorSpec([2], i32),
+        "label_ids": tf.TensorSpec([None], i32),
+    }
+    if component.dense_seq_dim_:
+        spec["dense_seq"] = tf.TensorSpec([None, None, component.dense_seq_dim_], f32)
+    if component.dense_sent_dim_:
+        spec["dense_sent"] = tf.TensorSpec([None, component.dense_sent_dim_], f32)
+    if with_tags:
+        for kind in component.tag_vocab_:
+            spec[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
+    return spec
+
+
+def build_network(
+    component: DIETClassifier, params: dict[str, Any], label_features: np.ndarray
+) -> DIETNetwork:
+    """Construct the network and create every weight (one dummy prediction, no training)."""
+    spec = NetworkSpec(
+        seq_vocab=component.seq_vocab_,
+        sent_vocab=component.sent_vocab_,
+        dense_seq_dim=component.dense_seq_dim_,
+        dense_sent_dim=component.dense_sent_dim_,
+        label_features=label_features,
+        num_tags={kind: len(v) for kind, v in component.tag_vocab_.items()},
+    )
+    network = DIETNetwork(spec, params)
+    dummy = {
+        "lengths": np.ones(1, np.int32),
+        "seq_ids": np.zeros(0, np.int32),
+        "seq_values": np.zeros(0, np.float32),
+        "seq_positions": np.zeros(0, np.int32),
+        "sent_ids": np.zeros(0, np.int32),
+        "sent_values": np.zeros(0, np.float32),
+        "sent_positions": np.zeros(0, np.int32),
+        "shape": np.array([1, 1], np.int32),
+        "label_ids": np.zeros(1, np.int32),
+    }
+    if spec.dense_seq_dim:
+        dummy["dense_seq"] = np.zeros((1, 1, spec.dense_seq_dim), np.float32)
+    if spec.dense_sent_dim:
+        dummy["dense_sent"] = np.zeros((1, spec.dense_sent_dim), np.float32)
+    network.predict_batch({k: tf.constant(v) for k, v in dummy.items()})
+    if network.use_mlm:  # training-only layers, built so that weight lists always match
+        embed_input = tf.zeros((1, int(network.mask_vector.shape[-1])))
+        network.mlm_in_embed(embed_input)
+        network.mlm_out_embed(tf.zeros((1, params["transformer_size"])))
+    return network
+
+
+def compiled_predict(network: DIETNetwork, component: DIETClassifier):
+    signature = input_signature(component, with_tags=False)
+    if component.run_eagerly:
+        return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
+    function = tf.function(network.predict_batch, input_signature=[signature])
+    return lambda batch: function({k: batch[k] for k in signature})
+
+
+def _holdout(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """A stratified hold-out of about ``size`` examples; labels seen once stay in training."""
+    if size <= 0:
+        return np.zeros(0, np.int64)
+    fraction = min(size / len(labels), 0.5)
+    picked = []
+    for label in np.unique(labels):
+        members = np.flatnonzero(labels == label)
+        if len(members) < 2:
+            continue
+        take = max(1, round(len(members) * fraction))
+        picked.append(rng.choice(members, size=min(take, len(members) - 1), replace=False))
+    return np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+
+
+def _subset(data: EncodedData, index: np.ndarray) -> EncodedData:
+    rows = np.concatenate([np.arange(data.offsets[i], data.offsets[i + 1]) for i in index])
+    lengths = data.lengths[index]
+    return EncodedData(
+        lengths=lengths,
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        seq=data.seq[rows],
+        sent=data.sent[index],
+        dense_seq=None if data.dense_seq is None else data.dense_seq[rows],
+        dense_sent=None if data.dense_sent is None else data.dense_sent[index],
+        label_ids=data.label_ids[index],
+        tags={k: v[rows] for k, v in data.tags.items()},
+    )
+
+
+def evaluate(predict, data: EncodedData, kinds: list[str]) -> dict[str, float]:
+    """Intent accuracy and token-level entity F1 (non-O tags) on encoded examples."""
+    correct, total = 0, 0
+    counts = {k: np.zeros(3) for k in kinds}  # true positives, predicted, gold
+    for start in range(0, len(data), 256):
+        index = np.arange(start, min(start + 256, len(data)))
+        batch = make_batch(data, index)
+        out = {k: v.numpy() for k, v in predict(batch).items()}
+        if "intent_sims" in out:
+            correct += int((out["intent_sims"].argmax(-1) == batch["label_ids"]).sum())
+            total += len(index)
+        real = np.arange(batch["shape"][1])[None, :] < batch["lengths"][:, None]
+        for kind in kinds:
+            pred, gold = out[f"tags_{kind}"], batch[f"tags_{kind}"]
+            counts[kind] += [
+                (real & (pred == gold) & (gold > 0)).sum(),
+                (real & (pred > 0)).sum(),
+                (real & (gold > 0)).sum(),
+            ]
+    result = {"i_acc": correct / total if total else 0.0}
+    for kind, (tp, npred, ngold) in counts.items():
+        result[f"{kind[0]}_f1"] = 2 * tp / (npred + ngold) if npred + ngold else 0.0
+    return result
+
+
+def fit(
+    component: DIETClassifier,
+    params: dict[str, Any],
+    encoded: EncodedData,
+    label_features: np.ndarray,
+) -> tuple[DIETNetwork, dict[str, Any]]:
+    """Train a new network on ``encoded``; returns it and the per-epoch history."""
+    from tqdm import tqdm
+
+    seed = component.random_seed
+    rng = np.random.default_rng(seed)
+    holdout = _holdout(encoded.label_ids, component.evaluate_on_number_of_examples, rng)
+    evaluation = None
+    if len(holdout):
+        keep = np.setdiff1d(np.arange(len(encoded)), holdout)
+        evaluation = _subset(encoded, holdout)
+        encoded = _subset(encoded, keep)
+
+    network = build_network(component, params, label_features)
+    epochs = component.epochs
+    steps_per_epoch = [
+        max(1, -(-len(encoded) // batch_size_for_epoch(component.batch_size, e, epochs)))
+        for e in range(epochs)
+    ]
+    learning_rate: Any = component.learning_rate
+    if component.learning_rate_schedule == "linear_decay":
+        total_steps = float(max(1, sum(steps_per_epoch)))
+        start = component.learning_rate
+
+        def learning_rate(step: tf.Tensor) -> tf.Tensor:  # linear from lr to lr / 10
+            progress = tf.minimum(tf.cast(step, tf.float32) / total_steps, 1.0)
+            return start * (1.0 - 0.9 * progress)
+
+    variables = network.trainable_variables
+    optimizer = LazyAdam(variables, learning_rate)
+
+    def train_step(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        with tf.GradientTape() as tape:
+            out = network.losses_and_metrics(batch, training=True)
+            regularization = tf.add_n(network.losses) if network.losses else 0.0
+            total = out["loss"] + regularization
+        optimizer.apply(tape.gradient(total, variables))
+        out["t_loss"] = total
+        return out
+
+    signature = input_signature(component, with_tags=True)
+    step = train_step if component.run_eagerly else tf.function(train_step, input_signature=[signature])
+    predict = compiled_predict(network, component)
+    kinds = list(component.tag_vocab_)
+    writer = None
+    if component.tensorboard_log_directory:
+        writer = tf.summary.create_file_writer(component.tensorboard_log_directory)
+
+    history: dict[str, Any] = {"epochs": [], "evaluations": []}
+    best_score, best_weights, best_epoch, since_best = -1.0, None, -1, 0
+    bar = tqdm(range(epochs), desc="DIET epochs", file=sys.stderr, disable=not component.show_progress,
+               dynamic_ncols=True)
+    global_step = 0
+    for epoch in bar:
+        batch_size = batch_size_for_epoch(component.batch_size, epoch, epochs)
+        if component.batch_strategy == "balanced" and component.intent_classification:
+            order = balanced_order(encoded.label_ids, batch_size, rng)
+        else:
+            order = rng.permutation(len(encoded))
+        batches = length_grouped_batches(order, encoded.lengths, batch_size, rng)
+        if component.drop_small_last_batch:
+            batches = [b for b in batches if len(b) >= batch_size // 2] or batches
+        sums: dict[str, float] = {}
+        for index in batches:
+            out = step({k: tf.constant(v) for k, v in make_batch(encoded, index).items()})
+            for key, value in out.items():
+                sums[key] = sums.get(key, 0.0) + float(value)
+            global_step += 1
+            if writer and component.tensorboard_log_level in ("batch", "minibatch"):
+                with writer.as_default():
+                    tf.summary.scalar("t_loss", float(out["t_loss"]), step=global_step)
+        metrics = {"t_loss": sums.get("t_loss", 0.0) / max(len(batches), 1)}
+        if "i_acc" in sums:
+            metrics["i_acc"] = sums["i_acc"] / len(batches)
+        for kind in kinds:
+            k = kind[0]
+            denominator = sums.get(f"{k}_pred", 0.0) + sums.get(f"{k}_gold", 0.0)
+            metrics[f"{k}_f1"] = 2 * sums.get(f"{k}_tp", 0.0) / denominator if denominator else 0.0
+        if "m_acc" in sums:
+            metrics["m_acc"] = sums["m_acc"] / len(batches)
+        history["epochs"].append({k: round(v, 4) for k, v in metrics.items()})
+        bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()})
+        if writer:
+            with writer.as_default():
+                for key, value in metrics.items():
+                    tf.summary.scalar(key, value, step=epoch)
+
+        every = component.evaluate_every_number_of_epochs
+        last = epoch == epochs - 1
+        if evaluation is not None and ((every > 0 and (epoch + 1) % every == 0) or last):
+            scores = evaluate(predict, evaluation, kinds)
+            history["evaluations"].append({"epoch": epoch + 1, **scores})
+            score = float(np.mean(list(scores.values())))
+            tqdm.write(
+                f"epoch {epoch + 1}: hold-out "
+                + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()),
+                file=sys.stderr,
+            ) if component.show_progress else None
+            if writer:
+                with writer.as_default():
+                    for key, value in scores.items():
+                        tf.summary.scalar(f"val_{key}", value, step=epoch)
+            if score > best_score:
+                best_score, best_epoch, since_best = score, epoch + 1, 0
+                if component.checkpoint_model or component.early_stopping_patience:
+                    best_weights = network.get_weights()
+            else:
+                since_best += 1
+                if component.early_stopping_patience and since_best >= component.early_stopping_patience:
+                    history["stopped_early_at"] = epoch + 1
+                    break
+    bar.close()
+    if best_weights is not None and (component.checkpoint_model or component.early_stopping_patience):
+        network.set_weights(best_weights)
+        history["restored_epoch"] = best_epoch
+    if writer:
+        writer.close()
+    return network, history

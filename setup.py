@@ -25,6 +25,7 @@ setup(
         "numpy>=1.26,<3",
         "scipy>=1.11,<2",
         "scikit-learn>=1.4,<2",
+        "threadpoolctl>=3.1,<4",
         "pyyaml>=6,<7",
         "tqdm>=4.66,<5",
         "tensorflow-cpu>=2.21,<2.22",

@@ -172,7 +172,7 @@ def validate_params(cls: type[Component], params: dict[str, Any], where: str) ->
         if key not in known:
             allowed = ", ".join(sorted(known)) or "none"
             raise ConfigError(
-                f"{where}: unknown parameter '{key}'{closest(key, known)}; allowed: {allowed}"
+                f"{where}: unknown parameter '{key}'{closest(str(key), known)}; allowed: {allowed}"
             )
     resolved: dict[str, Any] = {}
     for key, parameter in known.items():

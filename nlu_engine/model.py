@@ -73,7 +73,8 @@ class Model:
 
     @property
     def model_id(self) -> str:
-        return str(self.manifest.get("fingerprint", {}).get("data", "")) + "-" + self.path.stem
+        name = self.path.name.removesuffix(".tar.gz")
+        return str(self.manifest.get("fingerprint", {}).get("data", "")) + "-" + name
 
     def parse(self, text: str) -> dict[str, Any]:
         return self.parse_batch([text])[0]

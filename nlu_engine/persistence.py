@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tarfile
 import tempfile
 import time
@@ -25,11 +26,20 @@ from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
 from nlu_engine.config import ComponentSpec, PipelineConfig, validate_params
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.pipeline import Pipeline
-from nlu_engine.registry import component_class
+from nlu_engine.registry import COMPONENTS, component_class
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000
 MAX_TOTAL_BYTES = 4 * 1024**3
+
+
+def _read_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
 
 
 def component_folder(index: int, name: str) -> str:
@@ -63,6 +73,7 @@ def save_archive(pipeline: Pipeline, path: Path, extra: dict[str, Any]) -> Path:
         fd, partial = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
         os.close(fd)
         try:
+            os.chmod(partial, 0o666 & ~_UMASK)  # mkstemp makes it owner-only
             with tarfile.open(partial, "w:gz", compresslevel=6) as tar:
                 tar.add(root / MANIFEST, arcname=MANIFEST)
                 for folder in folders:
@@ -92,6 +103,7 @@ def extract_archive(path: Path, destination: Path) -> dict[str, Any]:
         with tarfile.open(path, "r:gz") as tar:
             members = tar.getmembers()
             _check_members(path, members, destination)
+            _read_to_end(tar)
             tar.extractall(destination, members=members, filter="data")
     except ArchiveError:
         raise
@@ -114,6 +126,18 @@ def extract_archive(path: Path, destination: Path) -> dict[str, Any]:
             f"version loads models from {MINIMUM_COMPATIBLE_VERSION} on: retrain it"
         )
     return manifest
+
+
+def _read_to_end(tar: tarfile.TarFile) -> None:
+    """Read the compressed stream to its end, so gzip checks its CRC and length.
+
+    Reading stops at the tar end marker otherwise, and a corrupted stream that still inflates
+    would go unnoticed.
+    """
+    stream = tar.fileobj
+    if stream is not None:
+        while stream.read(1 << 20):
+            pass
 
 
 def _check_members(path: Path, members: list[tarfile.TarInfo], destination: Path) -> None:
@@ -159,6 +183,7 @@ def load_pipeline(root: Path, manifest: dict[str, Any], where: str) -> Pipeline:
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
             raise ArchiveError(f"model archive '{where}': pipeline step {index + 1} has no name")
         name = raw["name"]
+        _check_class_path(name, where)
         try:
             cls = component_class(name)
             params = validate_params(
@@ -171,16 +196,40 @@ def load_pipeline(root: Path, manifest: dict[str, Any], where: str) -> Pipeline:
             raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
         try:
             component = cls.load(directory, params)
-        except (KeyError, ValueError, OSError) as error:
+        except ArchiveError:
+            raise
+        except Exception as error:  # missing or corrupt files: KeyError, ValueError, BadZipFile, ...
             raise ArchiveError(
-                f"model archive '{where}': {name} could not be restored ({error}); retrain the model"
-            ) from None
+                f"model archive '{where}': {name} could not be restored "
+                f"({type(error).__name__}: {error}); retrain the model"
+            ) from error
         component.index = index
         component.language = manifest.get("language", "en")
         steps.append(ComponentSpec(name=name, cls=cls, params=params))
         components.append(component)
     config = PipelineConfig(language=manifest.get("language", "en"), steps=steps, source=where)
     return Pipeline(config, components)
+
+
+def _check_class_path(name: str, where: str) -> None:
+    """Refuse a class path that cannot name a component before anything is imported.
+
+    Importing a module runs its top-level code, so an archive must not make us import standard
+    library modules (``this``, ``antigravity``, ``os``...) or a ``__main__`` (``nlu_engine.__main__``
+    would run the command line).
+    """
+    if name in COMPONENTS or "." not in name:
+        return  # the registry answers for plain names without importing anything
+    parts = name.split(".")
+    if (
+        not all(part.isidentifier() for part in parts)
+        or parts[0] in sys.stdlib_module_names
+        or "__main__" in parts
+    ):
+        raise ArchiveError(
+            f"model archive '{where}': '{name}' is not a registered component nor a custom "
+            "component's import path; refusing to load"
+        )
 
 
 def load_archive(path: Path) -> tuple[Pipeline, dict[str, Any], Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -16,6 +17,18 @@ from nlu_engine.training_data.training_data import TrainingData
 
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _fresh_copy(message: Message) -> Message:
+    """The example without tokens or features (gold annotations copied, not shared)."""
+    return dataclasses.replace(
+        message,
+        entities=[dict(e) for e in message.entities],
+        intent_ranking=list(message.intent_ranking),
+        tokens={},
+        features=[],
+        extra=dict(message.extra),
+    )
 
 
 class Pipeline:
@@ -39,6 +52,9 @@ class Pipeline:
         """Train each component in order; tokenizers and featurizers then annotate the data."""
         if not data.messages:
             raise DataError("the training data holds no examples; add intents with examples")
+        # Tokenizers and featurizers annotate the examples they train on: work on copies, so the
+        # caller's data (reused for another fold or another pipeline) gets no duplicate features.
+        data = data.with_messages([_fresh_copy(m) for m in data.messages])
         total = len(self.components)
         for i, component in enumerate(self.components):
             name = component.component_name()

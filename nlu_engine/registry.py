@@ -48,15 +48,21 @@ def component_class(name: str) -> type[Component]:
             "(my_package.module.MyComponent)"
         )
     module_name, _, class_name = name.rpartition(".")
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(
+            f"custom component '{name}' is not an import path; write it as "
+            "my_package.module.MyComponent"
+        )
     # Rasa resolves custom components relative to the working directory.
     cwd = str(Path.cwd())
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
     try:
         module = importlib.import_module(module_name)
-    except ImportError as error:
+    except Exception as error:  # ImportError, or any error the module raises on import
         raise ConfigError(
-            f"custom component '{name}': cannot import module '{module_name}' ({error}); "
+            f"custom component '{name}': cannot import module '{module_name}' "
+            f"({type(error).__name__}: {error}); "
             "check the path and that the module is importable from the working directory"
         ) from None
     cls = getattr(module, class_name, None)

@@ -42,11 +42,12 @@ class KeywordIntentClassifier(IntentClassifier):
     def process(self, messages: list[Message]) -> None:
         for message in messages:
             hits = {intent for pattern, intent in self._patterns if pattern.search(message.text)}
+            # As in Rasa: a match always sets the intent; no match (or an ambiguous one) keeps
+            # what an earlier classifier predicted, and the ranking is left as it is.
             if len(hits) == 1:
                 message.intent, message.intent_confidence = hits.pop(), 1.0
-            else:
-                message.intent, message.intent_confidence = None, 0.0
-            message.intent_ranking = []
+            elif message.intent is None:
+                message.intent_confidence = 0.0
 
     def persist(self, directory: Path) -> None:
         (directory / "keywords.json").write_text(json.dumps(self.keywords_, ensure_ascii=False))

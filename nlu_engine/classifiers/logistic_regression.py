@@ -78,7 +78,12 @@ class LogisticRegressionClassifier(IntentClassifier):
             random_state=self.random_state,
             class_weight="balanced",
         )
-        model.fit(X, y)
+        # sklearn's loss runs in OpenMP threads; on NLU-sized data the threads only add overhead,
+        # and on a busy machine their spin-waiting made a 0.2 s fit take 10 s of CPU.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1 if X.nnz < 5_000_000 else None):
+            model.fit(X, y)
         self.coef_ = model.coef_.astype(np.float32)
         self.intercept_ = model.intercept_.astype(np.float32)
 

@@ -7,6 +7,8 @@ so ``nlu-engine --help`` starts fast.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -18,6 +20,11 @@ from nlu_engine import __version__
 from nlu_engine.errors import NLUError
 
 DEFAULT_MODELS = "models"
+EXTRA_COMMANDS = (
+    "nlu_engine.cli.evaluate",  # nlu-engine test
+    "nlu_engine.cli.serve",  # nlu-engine serve / run
+    "nlu_engine.cli.benchmark",  # nlu-engine benchmark
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +76,12 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--out", default="train_test_split")
     split.add_argument("-f", "--format", choices=["yaml", "json"], default="yaml")
     split.set_defaults(func=cmd_data_split)
+
+    # Further commands live in their own modules, each with `register(commands)`; they must
+    # import nothing heavy at module level.
+    for module_name in EXTRA_COMMANDS:
+        if importlib.util.find_spec(module_name) is not None:
+            importlib.import_module(module_name).register(commands)
     return parser
 
 
@@ -168,7 +181,7 @@ def cmd_data_validate(args: argparse.Namespace) -> int:
     report = validate(data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT))
     print(report.format())
     if report.warnings and args.fail_on_warnings:
-        return 1
+        raise NLUError(f"{len(report.warnings)} warnings in the training data (--fail-on-warnings)")
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Examples that ship with nlu_engine (importable from the project root)."""

@@ -1,0 +1,1 @@
+"""Custom pipeline components: name them in config.yml by their import path."""

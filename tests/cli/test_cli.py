@@ -1,0 +1,263 @@
+"""The command line, run as a user runs it: ``python -m nlu_engine ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from nlu_engine.training_data import load_data
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DATA = PROJECT_ROOT / "data" / "nlu.yml"
+LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+HEAVY = ("tensorflow", "keras", "sklearn", "scipy", "numpy", "matplotlib", "starlette", "uvicorn",
+         "spacy", "transformers", "torch")
+
+
+def run(
+    *args: str, cwd: Path, stdin: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(
+        [sys.executable, "-m", "nlu_engine", *args],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def assert_user_error(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """Exit code 1 and exactly one ``error: ...`` line on stderr, no traceback."""
+    assert result.returncode == 1, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cli")
+
+
+@pytest.fixture(scope="module")
+def trained(workdir: Path) -> Path:
+    """A logreg model of the example assistant, trained through the CLI."""
+    result = run("train", "-c", str(LOGREG), "--data", str(DATA), "--out", "models",
+                 "--fixed-model-name", "logreg", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "model written to models/logreg.tar.gz" in result.stderr
+    archive = workdir / "models" / "logreg.tar.gz"
+    assert archive.is_file()
+    return archive
+
+
+# --- startup ------------------------------------------------------------------------------------
+def test_building_the_parser_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, json, nlu_engine.cli.main; nlu_engine.cli.main.build_parser(); "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [], "nlu-engine --help must not import these"
+    check = (
+        "import sys, nlu_engine.cli.main; nlu_engine.cli.main.build_parser(); "
+        "print('tensorflow' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "False"
+
+
+def test_help_is_fast(tmp_path: Path) -> None:
+    run("--help", cwd=tmp_path)  # warm the file cache
+    start = time.perf_counter()
+    result = run("--help", cwd=tmp_path)
+    seconds = time.perf_counter() - start
+    print(f"\n`python -m nlu_engine --help` took {seconds:.2f} s")
+    assert result.returncode == 0
+    for command in ("train", "parse", "shell", "data"):
+        assert command in result.stdout
+    assert seconds < 5.0
+
+
+def test_no_command_prints_help(tmp_path: Path) -> None:
+    result = run(cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage:" in result.stdout
+
+
+# --- train and parse ----------------------------------------------------------------------------
+def test_parse_text_argument(trained: Path, workdir: Path) -> None:
+    result = run("parse", "-m", "models/logreg.tar.gz", "hello there", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    parsed = json.loads(result.stdout)
+    assert parsed["text"] == "hello there"
+    assert parsed["intent"]["name"] == "greet"
+    assert set(parsed) >= {"text", "intent", "entities", "text_tokens", "intent_ranking"}
+    assert parsed["text_tokens"] == [[0, 5], [6, 11]]
+
+
+def test_parse_stdin_one_json_per_line_in_order(trained: Path, workdir: Path) -> None:
+    texts = ["hi", "book a table for two in Berlin", "thanks, bye", "what's the weather in Paris"]
+    stdin = "\n".join([texts[0], "", *texts[1:], "   "]) + "\n"  # blank lines are skipped
+    result = run("parse", "-m", "models", "--batch-size", "2", cwd=workdir, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(texts)
+    parsed = [json.loads(line) for line in lines]
+    assert [p["text"] for p in parsed] == texts
+    assert parsed[0]["intent"]["name"] == "greet"
+    # the same answers as one at a time
+    single = json.loads(run("parse", "-m", "models", texts[1], cwd=workdir).stdout)
+    assert single == parsed[1]
+
+
+# --- bad input: exit 1, one `error:` line ---------------------------------------------------------
+def test_missing_data_file(tmp_path: Path) -> None:
+    result = run("train", "-c", str(LOGREG), "--data", "nowhere.yml", cwd=tmp_path)
+    assert_user_error(result, "nowhere.yml", "not found")
+    assert not (tmp_path / "models").exists()
+
+
+def test_malformed_yaml_data_names_line(tmp_path: Path) -> None:
+    write(tmp_path / "bad.yml", 'version: "3.1"\nnlu:\n- intent: greet\n  examples: |\n    - hi\n'
+                                "  - intent: bye\n")
+    result = run("train", "-c", str(LOGREG), "--data", "bad.yml", cwd=tmp_path)
+    assert_user_error(result, "bad.yml:6:", "invalid YAML")
+
+
+def test_empty_intent(tmp_path: Path) -> None:
+    write(tmp_path / "empty.yml", 'version: "3.1"\nnlu:\n- intent: greet\n  examples: |\n    - hi\n'
+                                  "    - hello\n- intent: silent\n")
+    result = run("train", "-c", str(LOGREG), "--data", "empty.yml", cwd=tmp_path)
+    assert_user_error(result, "empty.yml:7", "intent 'silent' has no examples")
+
+
+def test_unknown_component(tmp_path: Path) -> None:
+    write(tmp_path / "config.yml", "language: en\npipeline:\n- name: WhitespaceTokenizr\n")
+    result = run("train", "-c", "config.yml", "--data", str(DATA), cwd=tmp_path)
+    assert_user_error(result, "config.yml", "unknown component 'WhitespaceTokenizr'",
+                      "did you mean 'WhitespaceTokenizer'")
+
+
+@pytest.mark.parametrize(
+    "override, fragment",
+    [("max_iter=3", "expected Component.key=value"),
+     ("LogisticRegressionClassifier.max_itr=3", "did you mean 'max_iter'")],
+)
+def test_bad_set(tmp_path: Path, override: str, fragment: str) -> None:
+    result = run("train", "-c", str(LOGREG), "--data", str(DATA), "--set", override, cwd=tmp_path)
+    assert_user_error(result, fragment)
+
+
+def test_corrupt_archive(tmp_path: Path, trained: Path) -> None:
+    data = trained.read_bytes()
+    (tmp_path / "cut.tar.gz").write_bytes(data[: len(data) // 2])  # a truncated download
+    result = run("parse", "-m", "cut.tar.gz", "hi", cwd=tmp_path)
+    assert_user_error(result, "cut.tar.gz", "is not a readable .tar.gz")
+
+
+def test_missing_model_folder(tmp_path: Path) -> None:
+    assert_user_error(run("parse", "hi", cwd=tmp_path), "model archive 'models' not found")
+    (tmp_path / "empty").mkdir()
+    assert_user_error(run("parse", "-m", "empty", "hi", cwd=tmp_path), "no model archive")
+
+
+def test_split_fraction_out_of_range(tmp_path: Path) -> None:
+    result = run("data", "split", "--data", str(DATA), "--training-fraction", "1.5", cwd=tmp_path)
+    assert_user_error(result, "--training-fraction")
+
+
+def test_validate_missing_file(tmp_path: Path) -> None:
+    assert_user_error(run("data", "validate", "--data", "nope.yml", cwd=tmp_path), "nope.yml")
+
+
+# --- data tools ---------------------------------------------------------------------------------
+def test_data_validate_counts(tmp_path: Path) -> None:
+    result = run("data", "validate", "--data", str(DATA), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = load_data(DATA)
+    first = result.stdout.splitlines()[0]
+    assert first.startswith(f"{len(data.messages)} examples, {len(data.intents)} intents")
+    assert "no warnings" in result.stdout
+
+
+def test_data_validate_warns_about_misaligned_entity(tmp_path: Path) -> None:
+    write(tmp_path / "nlu.yml", 'version: "3.1"\nnlu:\n- intent: travel\n  examples: |\n'
+                                "    - fly to [Berl](city)in today\n    - fly to [Paris](city)\n")
+    result = run("data", "validate", "--data", "nlu.yml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "entity 'city' ('Berl') in example 'fly to Berlin today' does not fall on token boundaries" in (
+        result.stdout
+    )
+    assert "1 warnings" in result.stdout
+    failing = run("data", "validate", "--data", "nlu.yml", "--fail-on-warnings", cwd=tmp_path)
+    assert failing.returncode == 1
+    assert "Traceback" not in failing.stderr
+
+
+def test_data_convert_round_trip(tmp_path: Path) -> None:
+    result = run("data", "convert", "--data", str(DATA), "--out", "nlu.json", "-f", "json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "nlu.json").read_text())["rasa_nlu_data"]["common_examples"]
+    result = run("data", "convert", "--data", "nlu.json", "--out", "back.yml", "-f", "yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    original = load_data(DATA)
+    via_json, back = load_data(tmp_path / "nlu.json"), load_data(tmp_path / "back.yml")
+    for converted in (via_json, back):
+        assert [(m.text, m.intent, m.entities) for m in converted.messages] == [
+            (m.text, m.intent, m.entities) for m in original.messages
+        ]
+        assert converted.synonyms == original.synonyms
+        assert converted.regex_features == original.regex_features
+        assert converted.lookup_tables == original.lookup_tables
+    assert back.fingerprint() == original.fingerprint()
+    assert f"wrote {len(original.messages)} examples to back.yml" in result.stdout
+
+
+def test_data_split_counts_and_stratification(tmp_path: Path) -> None:
+    result = run("data", "split", "--data", str(DATA), "--training-fraction", "0.75",
+                 "--out", "split", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    original = load_data(DATA)
+    train = load_data(tmp_path / "split" / "training_data.yml")
+    test = load_data(tmp_path / "split" / "test_data.yml")
+    assert f"{len(train.messages)} training and {len(test.messages)} test examples" in result.stdout
+    key = lambda m: (m.text, m.intent, json.dumps(m.entities, sort_keys=True))  # noqa: E731
+    assert Counter(map(key, train.messages)) + Counter(map(key, test.messages)) == Counter(
+        map(key, original.messages)
+    )
+    per_intent = original.intent_counts()
+    for intent, n in per_intent.items():
+        expected = min(n - 1, max(1, round(n * 0.75)))
+        assert train.intent_counts()[intent] == expected, intent
+        assert test.intent_counts()[intent] == n - expected, intent
+    # both sides keep the synonyms, regexes and lookup tables
+    assert train.synonyms == test.synonyms == original.synonyms
+    assert train.lookup_tables == test.lookup_tables == original.lookup_tables
+    # the same seed gives the same split
+    again = run("data", "split", "--data", str(DATA), "--training-fraction", "0.75",
+                "--out", "split2", cwd=tmp_path)
+    assert again.returncode == 0
+    assert (tmp_path / "split2" / "test_data.yml").read_text() == (
+        tmp_path / "split" / "test_data.yml"
+    ).read_text()

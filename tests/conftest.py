@@ -1,0 +1,72 @@
+"""Shared fixtures: a tiny hand-made training set that exercises every data feature."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# 3 intents x 4 examples; entities with roles, a synonym (inline and as a section), a regex and
+# a lookup table. Small enough to train any component in a second or two.
+TINY_NLU = r"""version: "3.1"
+nlu:
+- intent: greet
+  examples: |
+    - hi
+    - hello there
+    - good morning
+    - hey bot
+- intent: book_flight
+  examples: |
+    - fly from [Berlin]{"entity": "city", "role": "from"} to [Paris]{"entity": "city", "role": "to"}
+    - book a flight to [NYC](city:New York) please
+    - I need a ticket to [London](city) for [2](count) people
+    - a flight from [Rome]{"entity": "city", "role": "from"} tomorrow
+- intent: check_order
+  examples: |
+    - where is order [12345](order_id)
+    - status of order [98765](order_id)
+    - check my order [55555](order_id) now
+    - track order [31415](order_id)
+- synonym: New York
+  examples: |
+    - NYC
+    - new york city
+- regex: order_id
+  examples: |
+    - \b\d{5}\b
+- lookup: city
+  examples: |
+    - Berlin
+    - Paris
+    - London
+    - Rome
+    - Madrid
+"""
+
+# Messages to parse: seen and unseen words, an entity from the lookup only, a synonym, a regex
+# match, punctuation and an emoji-only message.
+TINY_TEXTS = [
+    "hi there",
+    "fly from Madrid to Paris!",
+    "check order 12345 please",
+    "book a flight to NYC",
+    "completely unknown words",
+    "🙂",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny training set as a Rasa YAML file (read-only: do not modify it)."""
+    path = tmp_path_factory.mktemp("tiny") / "tiny_nlu.yml"
+    path.write_text(TINY_NLU, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny_texts() -> list[str]:
+    """Messages to parse with a model trained on the tiny training set."""
+    return list(TINY_TEXTS)

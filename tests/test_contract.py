@@ -1,0 +1,385 @@
+"""The component contract (DESIGN.md), checked for every registered component.
+
+One test, parametrized over ``nlu_engine.registry.COMPONENTS``, so a component registered later
+is covered without writing anything here. For each component it
+
+1. builds a minimal valid pipeline around it: the prerequisites come from the component's
+   ``requires`` (``REQUIREMENT_PROVIDERS``), each with its own prerequisites;
+2. checks that ``__init__`` only stores: ``get_config()`` returns the constructor arguments,
+   nothing else is set, no file is touched (audit hook) and no heavy library is imported
+   (a fresh interpreter imports and constructs every registered component once);
+3. trains the pipeline through ``nlu_engine.model.train`` on the tiny data set (entities,
+   roles, a synonym, a regex, a lookup), processes messages, and keeps that output;
+4. checks that learned attributes end in ``_`` and that the archive holds only
+   ``.json`` / ``.npz`` (no object arrays) / ``.crfsuite`` / ``.txt`` files;
+5. loads the archive with ``Model.load`` and requires exactly the same output: the parse JSON
+   (floats included) and every token and feature matrix, bit for bit.
+
+A component that needs an optional package which is not installed is skipped with the reason.
+To make a new component fast here, add tiny parameters to ``TINY_PARAMS``; to give it unusual
+prerequisites, add them to ``PREREQUISITES``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nlu_engine.persistence
+from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component
+from nlu_engine.config import load_config, parameters, validate_params
+from nlu_engine.message import Message
+from nlu_engine.model import Model, train
+from nlu_engine.pipeline import Pipeline
+from nlu_engine.registry import COMPONENTS, component_class
+from nlu_engine.training_data import load_data
+
+ALLOWED_SUFFIXES = {".json", ".npz", ".crfsuite", ".txt"}
+HEAVY_MODULES = ("tensorflow", "keras", "torch", "spacy", "transformers", "sklearn", "matplotlib",
+                 "starlette", "uvicorn", "sklearn_crfsuite", "pycrfsuite")
+
+#: requirement -> components that can provide it, in order of preference (the first registered
+#: one is used; when none is, any registered component that provides it)
+REQUIREMENT_PROVIDERS: dict[str, list[str]] = {
+    "tokens": ["WhitespaceTokenizer"],
+    SPARSE_FEATURES: ["CountVectorsFeaturizer"],
+    FEATURES: ["CountVectorsFeaturizer"],
+    DENSE_FEATURES: ["SpacyFeaturizer", "LanguageModelFeaturizer"],
+    "intent": ["LogisticRegressionClassifier", "DIETClassifier"],
+    "entities": ["RegexEntityExtractor", "DIETClassifier"],
+    "spacy_doc": ["SpacyNLP"],
+}
+
+#: parameters that make any component accepting them fast (applied only where accepted)
+FAST_PARAMS: dict[str, Any] = {"show_progress": False}
+
+#: per-component parameters for a tiny, fast model (validated: a typo here fails the test)
+TINY_PARAMS: dict[str, dict[str, Any]] = {
+    "DIETClassifier": {
+        "epochs": 2,
+        "number_of_transformer_layers": 1,
+        "transformer_size": 32,
+        "embedding_dimension": 8,
+        "number_of_negative_examples": 2,
+        "dense_dimension": {"text": 16, "label": 8},
+        "concat_dimension": {"text": 16, "label": 8},
+        "run_eagerly": True,  # skips graph compilation: seconds instead of tens of seconds
+        "show_progress": False,
+    },
+    "ResponseSelector": {
+        "epochs": 2,
+        "number_of_transformer_layers": 1,
+        "transformer_size": 32,
+        "run_eagerly": True,
+        "show_progress": False,
+    },
+    "SpacyNLP": {"model": "en_core_web_sm"},
+    "CRFEntityExtractor": {"max_iterations": 10},
+}
+
+#: per-component explicit prerequisite steps, when the requirement table does not fit
+PREREQUISITES: dict[str, list[dict[str, Any]]] = {}
+
+#: importable modules a component needs (checked before anything runs)
+NEEDS: dict[str, list[str]] = {
+    "SpacyNLP": ["spacy", "en_core_web_sm"],
+    "SpacyTokenizer": ["spacy", "en_core_web_sm"],
+    "SpacyFeaturizer": ["spacy", "en_core_web_sm"],
+    "CRFEntityExtractor": ["sklearn_crfsuite"],
+}
+
+
+# --- building the pipeline ----------------------------------------------------------------------
+def tiny_params(name: str) -> dict[str, Any]:
+    cls = component_class(name)
+    accepted = parameters(cls)
+    params = {k: v for k, v in FAST_PARAMS.items() if k in accepted}
+    params.update(TINY_PARAMS.get(name, {}))
+    return params
+
+
+def _satisfied(requirement: str, provided: set[str]) -> bool:
+    if requirement == FEATURES:
+        return bool(provided & {SPARSE_FEATURES, DENSE_FEATURES})
+    return requirement in provided
+
+
+def _provider(requirement: str, exclude: set[str]) -> str | None:
+    candidates = [n for n in REQUIREMENT_PROVIDERS.get(requirement, []) if n in COMPONENTS]
+    candidates += sorted(COMPONENTS)  # fallback: anything registered that provides it
+    for name in candidates:
+        if name in exclude:
+            continue
+        provides = set(component_class(name).provides)
+        if _satisfied(requirement, provides):
+            return name
+    return None
+
+
+def pipeline_steps(name: str) -> list[dict[str, Any]]:
+    """A minimal valid pipeline ending with ``name``."""
+    steps: list[dict[str, Any]] = []
+    provided: set[str] = set()
+
+    def add(step_name: str, chain: set[str]) -> None:
+        cls = component_class(step_name)
+        if step_name == name and name in PREREQUISITES:
+            for step in PREREQUISITES[name]:
+                steps.append(dict(step))
+                provided.update(component_class(step["name"]).provides)
+        for requirement in cls.requires:
+            if _satisfied(requirement, provided):
+                continue
+            provider = _provider(requirement, chain | {step_name})
+            if provider is None:
+                pytest.skip(f"no registered component provides '{requirement}' for {step_name}")
+            add(provider, chain | {step_name})
+        steps.append({"name": step_name, **tiny_params(step_name)})
+        provided.update(cls.provides)
+
+    add(name, set())
+    return steps
+
+
+def _skip_if_unavailable(names: list[str]) -> None:
+    for name in names:
+        for module in NEEDS.get(name, []):
+            if importlib.util.find_spec(module) is None:
+                pytest.skip(f"{name} needs '{module}', which is not installed")
+
+
+@contextmanager
+def _optional_dependencies(name: str) -> Iterator[None]:
+    """Skip (with the reason) when a third-party module is missing."""
+    try:
+        yield
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").split(".")[0]
+        if missing and missing != "nlu_engine":
+            pytest.skip(f"{name} needs the optional package '{missing}', which is not installed")
+        raise
+
+
+# --- __init__ only stores -----------------------------------------------------------------------
+_AUDIT: list[str] | None = None
+_WATCHED = ("open", "os.", "shutil.", "import", "subprocess.", "socket.", "tempfile.", "glob.")
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _AUDIT is not None and event.startswith(_WATCHED):
+        _AUDIT.append(f"{event}{args!r:.120}")
+
+
+sys.addaudithook(_audit)
+
+
+@contextmanager
+def _record_side_effects() -> Iterator[list[str]]:
+    """Audit events (file access, imports, processes) raised inside the block."""
+    global _AUDIT
+    events: list[str] = []
+    _AUDIT = events
+    try:
+        yield events
+    finally:
+        _AUDIT = None
+
+
+_CONSTRUCT_SCRIPT = """
+import json, sys
+from nlu_engine.registry import COMPONENTS, component_class
+heavy = {heavy!r}
+tiny = json.loads(sys.argv[1])
+report = {{}}
+for name in sorted(COMPONENTS):
+    before = {{m.split(".")[0] for m in sys.modules}}
+    try:
+        component_class(name)(**tiny.get(name, {{}}))
+    except ModuleNotFoundError as error:
+        report[name] = {{"missing": error.name}}
+        continue
+    after = {{m.split(".")[0] for m in sys.modules}}
+    report[name] = {{"heavy": sorted((after - before) & set(heavy))}}
+print(json.dumps(report))
+"""
+
+
+@pytest.fixture(scope="module")
+def construction_imports() -> dict[str, dict[str, Any]]:
+    """What importing and constructing each component imports, in a fresh interpreter."""
+    tiny = {name: TINY_PARAMS.get(name, {}) for name in COMPONENTS}
+    result = subprocess.run(
+        [sys.executable, "-c", _CONSTRUCT_SCRIPT.format(heavy=HEAVY_MODULES), json.dumps(tiny)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def check_init_only_stores(name: str, cls: type[Component], given: dict[str, Any]) -> None:
+    full = validate_params(cls, given, name)
+    with _record_side_effects() as events:
+        configured = cls(**given)
+        default = cls()
+    assert events == [], f"{name}.__init__ touched the filesystem or imported: {events[:5]}"
+    assert configured.get_config() == full, f"{name}.get_config() does not return its arguments"
+    defaults = {k: p.default for k, p in parameters(cls).items()}
+    assert default.get_config() == defaults
+    names = set(parameters(cls))
+    extra = set(vars(configured)) - names
+    assert not extra, f"{name}.__init__ sets more than its parameters: {sorted(extra)}"
+    learned = [k for k in vars(configured) if k.endswith("_")]
+    assert not learned, f"{name}.__init__ sets learned attributes: {learned}"
+
+
+# --- output snapshots ---------------------------------------------------------------------------
+def snapshot(pipeline: Pipeline, texts: list[str]) -> list[dict[str, Any]]:
+    """Everything the pipeline writes on each message, in exactly comparable form."""
+    messages = [Message(text=text) for text in texts]
+    returned = pipeline.process(messages)
+    assert returned is messages or returned == messages
+    result = []
+    for message in messages:
+        parse = message.as_parse_result()
+        features = []
+        for f in message.features:
+            matrix = f.matrix.toarray() if f.is_sparse else np.asarray(f.matrix)
+            features.append(
+                (f.origin, f.attribute, f.kind, f.is_sparse, str(matrix.dtype), matrix.shape,
+                 matrix.tobytes())
+            )
+        tokens = {
+            attribute: [(t.text, t.start, t.end, t.lemma) for t in tokens]
+            for attribute, tokens in message.tokens.items()
+        }
+        result.append(
+            {
+                # strict JSON: plain Python numbers, no NaN
+                "parse": json.dumps(parse, ensure_ascii=False, allow_nan=False),
+                "features": features,
+                "tokens": tokens,
+            }
+        )
+    return result
+
+
+def learned_attributes(component: Component) -> set[str]:
+    return {k for k in vars(component) if not k.startswith("_")} - set(parameters(type(component)))
+
+
+def check_archive_files(archive: Path, tmp_path: Path, folder_suffix: str) -> None:
+    root = tmp_path / "extracted"
+    manifest = nlu_engine.persistence.extract_archive(archive, root)
+    assert any(str(f).endswith(folder_suffix) for f in manifest["components"])
+    files = [p for p in root.rglob("*") if p.is_file()]
+    bad = [str(p.relative_to(root)) for p in files if p.suffix not in ALLOWED_SUFFIXES]
+    assert not bad, f"the archive holds files other than {sorted(ALLOWED_SUFFIXES)}: {bad}"
+    for path in files:
+        if path.suffix == ".npz":
+            with np.load(path, allow_pickle=False) as arrays:
+                for key in arrays.files:
+                    assert arrays[key].dtype != object, f"{path.name}[{key}] is an object array"
+        if path.suffix == ".json":
+            json.loads(path.read_text(encoding="utf-8"))
+
+
+# --- the contract test --------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(COMPONENTS))
+def test_component_contract(
+    name: str,
+    tmp_path: Path,
+    tiny_data_path: Path,
+    tiny_texts: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    construction_imports: dict[str, dict[str, Any]],
+) -> None:
+    _skip_if_unavailable([name])
+    with _optional_dependencies(name):
+        cls = component_class(name)
+        steps = pipeline_steps(name)
+        _skip_if_unavailable([s["name"] for s in steps])
+        index = len(steps) - 1
+
+        # __init__ only stores: arguments round-trip, no file access, nothing heavy imported
+        check_init_only_stores(name, cls, tiny_params(name))
+        imports = construction_imports[name]
+        if "missing" in imports:
+            pytest.skip(f"{name} needs the optional package '{imports['missing']}'")
+        assert imports["heavy"] == [], (
+            f"importing or constructing {name} imports {imports['heavy']}; import them where used"
+        )
+
+        # train through model.train; keep the trained pipeline and its output before persisting
+        config = load_config({"language": "en", "pipeline": steps})
+        captured: dict[str, Any] = {}
+        save_archive = nlu_engine.persistence.save_archive
+
+        def spy(pipeline: Pipeline, path: Path, extra: dict[str, Any]) -> Path:
+            captured["pipeline"] = pipeline
+            captured["before"] = snapshot(pipeline, tiny_texts)
+            return save_archive(pipeline, path, extra)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(nlu_engine.persistence, "save_archive", spy)
+            archive = train(config, load_data(tiny_data_path), out=tmp_path / "models",
+                            fixed_model_name="contract", log=None)
+
+        pipeline: Pipeline = captured["pipeline"]
+        before = captured["before"]
+        trained = pipeline.components[index]
+        assert type(trained) is cls
+
+        # learned attributes end in "_"
+        fresh = set(vars(cls(**tiny_params(name))))
+        learned = {k for k in vars(trained) if not k.startswith("_")} - fresh - {"index", "language"}
+        bad = sorted(k for k in learned if not k.endswith("_"))
+        assert not bad, f"{name}.train sets attributes not ending in '_': {bad}"
+
+        # persisting changes nothing, and writes only plain data files
+        assert snapshot(pipeline, tiny_texts) == before, f"{name}.persist changed its output"
+        check_archive_files(archive, tmp_path, f"{index}_{name}")
+
+        # load: same component, same config, same learned state, identical output
+        model = Model.load(archive)
+        loaded = model.pipeline.components[index]
+        assert type(loaded) is cls
+        assert loaded.get_config() == trained.get_config()
+        assert learned_attributes(loaded) == learned_attributes(trained), (
+            f"{name}.load restores other learned attributes than train sets"
+        )
+        after = snapshot(model.pipeline, tiny_texts)
+        for text, old, new in zip(tiny_texts, before, after, strict=True):
+            assert new["parse"] == old["parse"], f"{name}: parse of {text!r} differs after load"
+            assert new["tokens"] == old["tokens"], f"{name}: tokens of {text!r} differ after load"
+            assert new["features"] == old["features"], (
+                f"{name}: features of {text!r} differ after load"
+            )
+        assert model.parse_batch(tiny_texts) == [json.loads(s["parse"]) for s in after]
+        assert model.pipeline.process([]) == []
+
+    # what the pipeline provides shows in the parse result, and only that
+    provides = {p for step in config.steps for p in step.cls.provides}
+    intents = {"greet", "book_flight", "check_order", None}
+    for result in (json.loads(s["parse"]) for s in after):
+        assert set(result) >= {"text", "intent", "entities", "text_tokens", "intent_ranking"}
+        if "intent" not in provides:
+            assert result["intent"] == {"name": None, "confidence": 0.0}
+        assert result["intent"]["name"] in intents
+        if "entities" not in provides:
+            assert result["entities"] == []
+        for entity in result["entities"]:
+            assert {"entity", "start", "end", "value", "extractor"} <= set(entity)
+        if "tokens" in provides:
+            assert result["text_tokens"], f"{name}: no tokens for {result['text']!r}"
+

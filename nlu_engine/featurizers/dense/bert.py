@@ -1,0 +1,350 @@
+"""A small, frozen BERT encoder in TensorFlow that loads Hugging Face ``safetensors`` weights.
+
+Only inference: no dropout, no pooler, no training. It reads a model directory laid out as
+Hugging Face writes it::
+
+    config.json          BertConfig (hidden_size, num_hidden_layers, ...; model_type "bert")
+    model.safetensors    the weights (names as in ``BertModel``, with or without a ``bert.`` prefix)
+    tokenizer.json       a ``tokenizers`` WordPiece tokenizer, or
+    vocab.txt            the WordPiece vocabulary (+ ``tokenizer_config.json`` for do_lower_case)
+
+The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h = heads)::
+
+    x = LN(word[ids] + position[0:T] + token_type[0])           (B, T, H)
+    for each layer (post-LN, as in BERT):
+        q, k, v = split(x @ W_qkv + b_qkv)                       3 × (B, h, T, H/h)
+        a = softmax(q k^T / sqrt(H/h) + mask_bias)               (B, h, T, T)
+        x = LN(x + (a v) @ W_o + b_o)                            (B, T, H)
+        x = LN(x + act(x @ W_i + b_i) @ W_out + b_out)           (B, T, H); W_i: (H, I)
+    return x                                                     last hidden state
+
+``precision="bfloat16"`` rounds the inputs and kernels of the dense layers to bfloat16 (the
+products are accumulated in float32; embeddings, attention scores, softmax and LayerNorm stay
+float32). Inference runs in one ``tf.function`` with a ``[None, None]`` input signature, so batches of
+any shape reuse one graph.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlu_engine.errors import ConfigError
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"
+VOCAB_FILE = "vocab.txt"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+
+_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
+#: "bfloat16" runs the dense layers' matrix products in bfloat16 (float32 everywhere else):
+#: several times faster on CPUs with AMX-BF16 or AVX512-BF16, and much slower on others.
+PRECISIONS = ("float32", "bfloat16")
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    hidden_act: str = "gelu"
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    model_type: str = "bert"
+
+    @classmethod
+    def from_file(cls, path: Path) -> BertConfig:
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"language model config '{path}' cannot be read ({error})") from None
+        model_type = str(raw.get("model_type", "bert"))
+        if model_type != "bert":
+            raise ConfigError(
+                f"language model '{path.parent}': model_type '{model_type}' is not supported; "
+                "this encoder runs BERT-architecture models (BERT, MiniLM, LaBSE, ...)"
+            )
+        act = str(raw.get("hidden_act", "gelu"))
+        if act not in _ACTIVATIONS:
+            raise ConfigError(
+                f"language model '{path.parent}': hidden_act '{act}' is not supported; "
+                f"supported: {', '.join(_ACTIVATIONS)}"
+            )
+        if raw.get("position_embedding_type", "absolute") != "absolute":
+            raise ConfigError(
+                f"language model '{path.parent}': only absolute position embeddings are supported"
+            )
+        try:
+            return cls(
+                vocab_size=int(raw["vocab_size"]),
+                hidden_size=int(raw["hidden_size"]),
+                num_hidden_layers=int(raw["num_hidden_layers"]),
+                num_attention_heads=int(raw["num_attention_heads"]),
+                intermediate_size=int(raw["intermediate_size"]),
+                hidden_act=act,
+                max_position_embeddings=int(raw.get("max_position_embeddings", 512)),
+                type_vocab_size=int(raw.get("type_vocab_size", 2)),
+                layer_norm_eps=float(raw.get("layer_norm_eps", 1e-12)),
+                model_type=model_type,
+            )
+        except (KeyError, TypeError, ValueError) as error:
+            raise ConfigError(
+                f"language model config '{path}' lacks or has a bad value for {error}"
+            ) from None
+
+
+# --- weights ------------------------------------------------------------------------------------
+_CHECKSUMS: dict[tuple[str, int, int], str] = {}
+
+
+def weights_checksum(path: Path) -> str:
+    """SHA-256 of a weights file (cached per path, size and modification time)."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _CHECKSUMS:
+        digest = hashlib.sha256()
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 22), b""):
+                digest.update(block)
+        _CHECKSUMS[key] = digest.hexdigest()
+    return _CHECKSUMS[key]
+
+
+def load_weights(path: Path, config: BertConfig) -> dict[str, np.ndarray]:
+    """The encoder's weights as float32 arrays, keyed as in ``BertModel`` without a prefix."""
+    from safetensors.numpy import load_file
+
+    try:
+        raw = load_file(str(path))
+    except Exception as error:  # safetensors raises its own error types
+        raise ConfigError(f"language model weights '{path}' cannot be read ({error})") from None
+    weights: dict[str, np.ndarray] = {}
+    for name, array in raw.items():
+        for prefix in ("bert.", "model."):
+            if name.startswith(prefix):
+                name = name[len(prefix) :]
+        # old TF-converted checkpoints call LayerNorm parameters gamma / beta
+        name = name.replace("LayerNorm.gamma", "LayerNorm.weight").replace(
+            "LayerNorm.beta", "LayerNorm.bias"
+        )
+        weights[name] = np.asarray(array, dtype=np.float32)
+    needed = ["embeddings.word_embeddings.weight"] + [
+        f"encoder.layer.{i}.output.dense.weight" for i in range(config.num_hidden_layers)
+    ]
+    missing = [n for n in needed if n not in weights]
+    if missing:
+        raise ConfigError(
+            f"language model weights '{path}' lack {missing[0]}"
+            f"{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}; "
+            "they do not match a BERT model with this config.json"
+        )
+    return weights
+
+
+# --- the encoder --------------------------------------------------------------------------------
+class BertEncoder:
+    """Frozen BERT: ``(ids, mask) -> last hidden states`` (see the module doc)."""
+
+    def __init__(
+        self, config: BertConfig, weights: dict[str, np.ndarray], precision: str = "float32"
+    ) -> None:
+        import tensorflow as tf
+
+        if precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        self.config = config
+        self.precision = precision
+        matmul_dtype = tf.bfloat16 if precision == "bfloat16" else tf.float32
+        heads = config.num_attention_heads
+        if config.hidden_size % heads:
+            raise ConfigError(
+                f"language model: hidden_size {config.hidden_size} is not divisible by "
+                f"num_attention_heads {heads}"
+            )
+
+        def const(name: str, transpose: bool = False) -> Any:
+            try:
+                array = weights[name]
+            except KeyError:
+                raise ConfigError(f"language model weights lack '{name}'") from None
+            if transpose:  # a matmul kernel, (in, out)
+                return tf.Variable(tf.cast(array.T, matmul_dtype), trainable=False, name=name)
+            return tf.Variable(array, trainable=False, name=name)
+
+        e = "embeddings."
+        self.word = const(e + "word_embeddings.weight")
+        self.position = const(e + "position_embeddings.weight")
+        self.token_type = const(e + "token_type_embeddings.weight")
+        self.emb_ln = (const(e + "LayerNorm.weight"), const(e + "LayerNorm.bias"))
+        self.layers = []
+        for i in range(config.num_hidden_layers):
+            p = f"encoder.layer.{i}."
+            a = p + "attention.self."
+            qkv_w = np.concatenate(
+                [weights[a + n + ".weight"].T for n in ("query", "key", "value")], axis=1
+            )  # (H, 3H)
+            qkv_b = np.concatenate([weights[a + n + ".bias"] for n in ("query", "key", "value")])
+            self.layers.append(
+                {
+                    "qkv_w": tf.Variable(tf.cast(qkv_w, matmul_dtype), trainable=False),
+                    "qkv_b": tf.Variable(qkv_b, trainable=False),
+                    "o_w": const(p + "attention.output.dense.weight", transpose=True),
+                    "o_b": const(p + "attention.output.dense.bias"),
+                    "ln1": (
+                        const(p + "attention.output.LayerNorm.weight"),
+                        const(p + "attention.output.LayerNorm.bias"),
+                    ),
+                    "i_w": const(p + "intermediate.dense.weight", transpose=True),
+                    "i_b": const(p + "intermediate.dense.bias"),
+                    "out_w": const(p + "output.dense.weight", transpose=True),
+                    "out_b": const(p + "output.dense.bias"),
+                    "ln2": (const(p + "output.LayerNorm.weight"), const(p + "output.LayerNorm.bias")),
+                }
+            )
+        self._call = tf.function(
+            self._forward,
+            input_signature=[
+                tf.TensorSpec([None, None], tf.int32),
+                tf.TensorSpec([None, None], tf.int32),
+            ],
+            reduce_retracing=True,
+        )
+
+    @classmethod
+    def from_directory(cls, directory: Path, precision: str = "float32") -> BertEncoder:
+        config = BertConfig.from_file(directory / CONFIG_FILE)
+        return cls(config, load_weights(directory / WEIGHTS_FILE, config), precision)
+
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H)."""
+        return self._call(ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
+
+    def _forward(self, ids: Any, mask: Any) -> Any:
+        import tensorflow as tf
+
+        cfg = self.config
+        eps = cfg.layer_norm_eps
+        heads = cfg.num_attention_heads
+        hidden = cfg.hidden_size
+        head_dim = hidden // heads
+        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+
+        def layer_norm(x: Any, params: tuple[Any, Any]) -> Any:
+            mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
+            return (x - mean) * tf.math.rsqrt(var + eps) * params[0] + params[1]
+
+        def dense(x: Any, w: Any, b: Any) -> Any:  # (N, in) @ (in, out) + (out,)
+            if w.dtype != tf.float32:  # bfloat16 kernels: inputs rounded, result back in float32
+                return tf.cast(tf.matmul(tf.cast(x, w.dtype), w), tf.float32) + b
+            return tf.matmul(x, w) + b
+
+        def act(x: Any) -> Any:
+            if cfg.hidden_act == "relu":
+                return tf.nn.relu(x)
+            return tf.nn.gelu(x, approximate=cfg.hidden_act != "gelu")
+
+        x = (
+            tf.gather(self.word, ids)
+            + self.position[tf.newaxis, :length]
+            + self.token_type[tf.newaxis, tf.newaxis, 0]
+        )  # (B, T, H)
+        x = tf.reshape(layer_norm(x, self.emb_ln), [-1, hidden])  # (B*T, H)
+        # 0 where attended, a large negative number on padding: (B, 1, 1, T)
+        bias = (1.0 - tf.cast(mask, tf.float32))[:, tf.newaxis, tf.newaxis, :] * -1e9
+        scale = 1.0 / float(np.sqrt(head_dim))
+
+        def split_heads(t: Any) -> Any:  # (B*T, H) -> (B, h, T, d)
+            return tf.transpose(tf.reshape(t, [batch, length, heads, head_dim]), [0, 2, 1, 3])
+
+        for layer in self.layers:
+            q, k, v = tf.split(dense(x, layer["qkv_w"], layer["qkv_b"]), 3, axis=-1)
+            scores = tf.matmul(split_heads(q), split_heads(k), transpose_b=True) * scale + bias
+            context = tf.matmul(tf.nn.softmax(scores, axis=-1), split_heads(v))  # (B, h, T, d)
+            context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
+            x = layer_norm(x + dense(context, layer["o_w"], layer["o_b"]), layer["ln1"])
+            inner = act(dense(x, layer["i_w"], layer["i_b"]))  # (B*T, I)
+            x = layer_norm(x + dense(inner, layer["out_w"], layer["out_b"]), layer["ln2"])
+        return tf.reshape(x, [batch, length, hidden])
+
+
+# --- WordPiece ------------------------------------------------------------------------------------
+class WordPiece:
+    """The model's WordPiece tokenizer (``tokenizers``), splitting each word into sub-token ids."""
+
+    def __init__(self, directory: Path) -> None:
+        from tokenizers import Tokenizer
+        from tokenizers.implementations import BertWordPieceTokenizer
+
+        settings: dict[str, Any] = {}
+        settings_path = directory / TOKENIZER_CONFIG_FILE
+        if settings_path.is_file():
+            try:
+                settings = json.loads(settings_path.read_text(encoding="utf-8"))
+            except ValueError:
+                settings = {}
+        if (directory / TOKENIZER_FILE).is_file():
+            tokenizer = Tokenizer.from_file(str(directory / TOKENIZER_FILE))
+        elif (directory / VOCAB_FILE).is_file():
+            tokenizer = BertWordPieceTokenizer(
+                str(directory / VOCAB_FILE),
+                lowercase=bool(settings.get("do_lower_case", True)),
+                strip_accents=settings.get("strip_accents"),
+                handle_chinese_chars=bool(settings.get("tokenize_chinese_chars", True)),
+            )._tokenizer
+        else:
+            raise ConfigError(
+                f"language model '{directory}' has neither {TOKENIZER_FILE} nor {VOCAB_FILE}"
+            )
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self.tokenizer = tokenizer
+
+        def special(name: str, default: str) -> int:
+            text = settings.get(name, default)
+            if isinstance(text, dict):  # {"content": "[CLS]", ...}
+                text = text.get("content", default)
+            token_id = tokenizer.token_to_id(str(text))
+            if token_id is None:
+                raise ConfigError(f"language model '{directory}': vocabulary lacks {text}")
+            return int(token_id)
+
+        self.cls_id = special("cls_token", "[CLS]")
+        self.sep_id = special("sep_token", "[SEP]")
+        self.unk_id = special("unk_token", "[UNK]")
+        self.pad_id = special("pad_token", "[PAD]")
+
+    def split_words(self, sentences: list[list[str]]) -> list[list[list[int]]]:
+        """Per sentence, per word: its sub-token ids (``[UNK]`` for a word that yields none).
+
+        Each word is split on its own (as Rasa does), so sub-tokens never cross a word boundary.
+        """
+        result: list[list[list[int]]] = []
+        nonempty = [words if words else [""] for words in sentences]
+        encodings = self.tokenizer.encode_batch(
+            nonempty, is_pretokenized=True, add_special_tokens=False
+        )
+        for words, encoding in zip(sentences, encodings, strict=True):
+            pieces: list[list[int]] = [[] for _ in words]
+            for token_id, word_id in zip(encoding.ids, encoding.word_ids, strict=True):
+                if word_id is not None and word_id < len(words):
+                    pieces[word_id].append(token_id)
+            result.append([p or [self.unk_id] for p in pieces])
+        return result
+
+
+def model_files_present(directory: Path) -> bool:
+    return (
+        (directory / CONFIG_FILE).is_file()
+        and (directory / WEIGHTS_FILE).is_file()
+        and ((directory / TOKENIZER_FILE).is_file() or (directory / VOCAB_FILE).is_file())
+    )
+

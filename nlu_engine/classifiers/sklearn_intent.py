@@ -1,0 +1,515 @@
+"""SklearnIntentClassifier: a support vector machine with grid search on sentence features.
+
+As in Rasa: ``GridSearchCV(SVC(class_weight="balanced"))`` over ``C`` × ``gamma`` × ``kernels``,
+scored by ``scoring_function`` with ``max(2, min(max_cross_validation_folds, n // 5))``
+stratified folds, ``n`` being the size of the smallest intent. The input is the sparse and the
+dense sentence features of ``text`` side by side (Rasa uses the dense ones only).
+
+Probabilities are libsvm's (what ``SVC(probability=True)`` computes): for each pair of intents a
+Platt sigmoid fitted on 5-fold cross-validated decision values, then pairwise coupling (Wu, Lin
+and Weng 2004, method 2). They are computed here in NumPy — scikit-learn 1.9 deprecates
+``probability=True`` — with a fixed shuffling seed, so training is deterministic (libsvm's own
+folds depend on C ``rand()``); the grid search itself is unaffected (it scores ``predict``,
+which never uses the probabilities). One deviation, for tiny data: when the cross-validated
+decisions of a pair do not rise with its first class (the fitted slope would invert the
+probabilities, as libsvm's do on a handful of examples), the sigmoid is fitted on the model's
+own decision values instead, so the probabilities still follow the SVM's decisions.
+
+Persisted without pickle: ``svm.npz`` holds the support vectors (CSR parts), the dual
+coefficients, intercepts and sigmoid parameters in libsvm's layout, ``svm.json`` the intents,
+kernel parameters and grid-search results; prediction is computed from those arrays, identically
+before and after loading.
+
+Tiny data: a single intent trains nothing (every message gets intent None, as in Rasa); when
+the smallest intent has fewer examples than folds, or the grid has one point, the first grid
+point is fitted without search.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import scipy.sparse
+
+from nlu_engine.classifiers.logistic_regression import sentence_matrix
+from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.component import FEATURES, IntentClassifier
+from nlu_engine.message import Message
+from nlu_engine.training_data.training_data import TrainingData
+
+Kernel = Literal["linear", "rbf", "poly", "sigmoid"]
+MODEL_FILE = "svm.npz"
+STATE_FILE = "svm.json"
+PROBABILITY_FOLDS = 5  # libsvm's nr_fold for probability estimates
+CALIBRATION_SEED = 1
+MIN_PROBABILITY = 1e-7
+
+
+class SklearnIntentClassifier(IntentClassifier):
+    """Rasa's SVM intent classifier (grid search over C, gamma and kernels)."""
+
+    requires = (FEATURES,)
+    ranges = {
+        "C": (1e-9, None),  # SVC needs C > 0
+        "gamma": (0, None),
+        "max_cross_validation_folds": (2, None),
+        "num_threads": (1, None),
+        "ranking_length": (0, None),
+    }
+
+    def __init__(
+        self,
+        C: list[float] = [1, 2, 5, 10, 20, 100],  # noqa: B006 - never mutated
+        gamma: list[float] = [0.1],  # noqa: B006
+        kernels: list[Kernel] = ["linear"],  # noqa: B006
+        max_cross_validation_folds: int = 5,
+        scoring_function: str = "f1_weighted",
+        num_threads: int = 1,
+        ranking_length: int = 10,
+    ) -> None:
+        self.C = C
+        self.gamma = gamma
+        self.kernels = kernels
+        self.max_cross_validation_folds = max_cross_validation_folds
+        self.scoring_function = scoring_function
+        self.num_threads = num_threads
+        self.ranking_length = ranking_length
+
+    # --- training -------------------------------------------------------------------------
+    def train(self, data: TrainingData) -> None:
+        examples = data.intent_examples
+        self.classes_ = sorted({str(m.intent) for m in examples})
+        X = sentence_matrix(examples).astype(np.float64)
+        self.width_ = int(X.shape[1])
+        self.model_: SVMModel | None = None
+        self.search_: dict[str, Any] = {}
+        if len(self.classes_) < 2:
+            print(
+                "warning: SklearnIntentClassifier: the training data has fewer than 2 intents; "
+                "nothing is trained and every message gets no intent",
+                file=sys.stderr,
+            )
+            return
+        index = {name: i for i, name in enumerate(self.classes_)}
+        y = np.array([index[str(m.intent)] for m in examples])
+        params, self.search_ = self._search(X, y)
+        self.model_ = SVMModel.fit(X, y, len(self.classes_), **params)
+
+    def _grid(self) -> list[dict[str, Any]]:
+        return [
+            {"C": float(c), "gamma": float(g), "kernel": str(k)}
+            for c in self.C
+            for g in self.gamma
+            for k in self.kernels
+        ]
+
+    def _search(self, X: scipy.sparse.csr_matrix, y: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The best grid point (Rasa's grid search) and a summary of the search."""
+        from sklearn.model_selection import GridSearchCV
+        from sklearn.svm import SVC
+
+        grid = self._grid()
+        if not grid:
+            raise ValueError("SklearnIntentClassifier: C, gamma and kernels must not be empty")
+        smallest = int(np.bincount(y).min())
+        folds = max(2, min(self.max_cross_validation_folds, smallest // 5))
+        if len(grid) == 1 or smallest < folds:
+            return grid[0], {"best_params": grid[0], "folds": 0}
+        search = GridSearchCV(
+            SVC(class_weight="balanced"),
+            param_grid={
+                "C": [float(c) for c in self.C],
+                "gamma": [float(g) for g in self.gamma],
+                "kernel": [str(k) for k in self.kernels],
+            },
+            cv=folds,
+            scoring=self.scoring_function,
+            n_jobs=self.num_threads,
+            refit=False,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ill-defined F-scores on tiny folds
+            try:
+                search.fit(X, y)
+            except ValueError as error:
+                print(
+                    f"warning: SklearnIntentClassifier: grid search failed ({error}); using "
+                    f"{grid[0]}",
+                    file=sys.stderr,
+                )
+                return grid[0], {"best_params": grid[0], "folds": 0}
+        best = {k: search.best_params_[k] for k in ("C", "gamma", "kernel")}
+        summary = {
+            "best_params": best,
+            "best_score": float(search.best_score_),
+            "folds": folds,
+            "scoring": self.scoring_function,
+        }
+        return best, summary
+
+    # --- inference ------------------------------------------------------------------------
+    def predict_proba(self, messages: list[Message]) -> np.ndarray:
+        """Intent probabilities ``[n_messages, n_intents]`` in ``classes_`` order."""
+        if self.model_ is None:
+            return np.zeros((len(messages), len(self.classes_)))
+        X = sentence_matrix(messages, self.width_).astype(np.float64)
+        return self.model_.predict_proba(X)
+
+    def process(self, messages: list[Message]) -> None:
+        if not messages:
+            return
+        if self.model_ is None:
+            for message in messages:
+                message.intent, message.intent_confidence, message.intent_ranking = None, 0.0, []
+            return
+        for message, p in zip(messages, self.predict_proba(messages), strict=True):
+            write_intent(message, self.classes_, p, self.ranking_length)
+
+    # --- persistence ----------------------------------------------------------------------
+    def persist(self, directory: Path) -> None:
+        state: dict[str, Any] = {
+            "classes": self.classes_,
+            "width": self.width_,
+            "search": self.search_,
+            "trained": self.model_ is not None,
+        }
+        if self.model_ is not None:
+            state.update(self.model_.params())
+            np.savez(Path(directory) / MODEL_FILE, **self.model_.arrays())
+        (Path(directory) / STATE_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=1))
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> SklearnIntentClassifier:
+        component = cls(**config)
+        state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
+        component.classes_ = [str(c) for c in state["classes"]]
+        component.width_ = int(state["width"])
+        component.search_ = dict(state.get("search", {}))
+        component.model_ = None
+        if state.get("trained"):
+            with np.load(Path(directory) / MODEL_FILE, allow_pickle=False) as arrays:
+                component.model_ = SVMModel.from_arrays(dict(arrays), state)
+        return component
+
+
+# --- the fitted SVM as plain arrays ---------------------------------------------------------
+class SVMModel:
+    """A fitted one-vs-one C-SVC in libsvm's layout, with Platt sigmoids for probabilities.
+
+    ``dual_coef`` is ``[n_classes - 1, n_SV]`` and ``intercept`` ``[n_pairs]`` (``-rho``) in
+    libsvm's sign convention: a positive decision value for pair ``(i, j)``, ``i < j``, favours
+    class ``i``. Pairs are ordered ``(0, 1), (0, 2), …, (1, 2), …``.
+    """
+
+    def __init__(
+        self,
+        support_vectors: scipy.sparse.csr_matrix,
+        n_support: np.ndarray,
+        dual_coef: np.ndarray,
+        intercept: np.ndarray,
+        prob_a: np.ndarray,
+        prob_b: np.ndarray,
+        kernel: str,
+        gamma: float,
+        degree: int = 3,
+        coef0: float = 0.0,
+        C: float = 1.0,
+    ) -> None:
+        self.support_vectors = support_vectors
+        self.n_support = np.asarray(n_support, dtype=np.int64)
+        self.dual_coef = np.asarray(dual_coef, dtype=np.float64)
+        self.intercept = np.asarray(intercept, dtype=np.float64)
+        self.prob_a = np.asarray(prob_a, dtype=np.float64)
+        self.prob_b = np.asarray(prob_b, dtype=np.float64)
+        self.kernel = kernel
+        self.gamma = float(gamma)
+        self.degree = int(degree)
+        self.coef0 = float(coef0)
+        self.C = float(C)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.n_support)
+
+    # --- fitting ---------------------------------------------------------------------------
+    @classmethod
+    def fit(
+        cls, X: scipy.sparse.csr_matrix, y: np.ndarray, n_classes: int, C: float, gamma: float, kernel: str
+    ) -> SVMModel:
+        """Fit ``SVC(class_weight="balanced")`` on labels ``0..n_classes-1`` and calibrate it."""
+        from sklearn.svm import SVC
+
+        svc = SVC(C=C, gamma=gamma, kernel=kernel, class_weight="balanced")
+        svc.fit(X, y)
+        dual_coef = _dense(svc.dual_coef_)
+        intercept = np.array(svc.intercept_, dtype=np.float64)
+        if n_classes == 2:  # scikit-learn flips the signs of the binary case; undo it
+            dual_coef, intercept = -dual_coef, -intercept
+        weights = np.asarray(svc.class_weight_, dtype=np.float64)
+        model = cls(
+            support_vectors=scipy.sparse.csr_matrix(svc.support_vectors_, dtype=np.float64),
+            n_support=np.asarray(svc.n_support_),
+            dual_coef=dual_coef,
+            intercept=intercept,
+            prob_a=np.zeros(len(intercept)),
+            prob_b=np.zeros(len(intercept)),
+            kernel=kernel,
+            gamma=gamma,
+            degree=int(svc.degree),
+            coef0=float(svc.coef0),
+            C=C,
+        )
+        model.prob_a, model.prob_b = model._calibrate(X, y, weights * C)
+        return model
+
+    def _calibrate(
+        self, X: scipy.sparse.csr_matrix, y: np.ndarray, weighted_C: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """libsvm's ``svm_binary_svc_probability`` for every pair of classes."""
+        from sklearn.svm import SVC
+
+        rng = np.random.RandomState(CALIBRATION_SEED)
+        prob_a, prob_b = [], []
+        for i, j in _pairs(self.n_classes):
+            rows = np.concatenate([np.flatnonzero(y == i), np.flatnonzero(y == j)])
+            labels = np.where(y[rows] == i, 1, -1)
+            n = len(rows)
+            perm = rng.permutation(n)
+            decisions = np.zeros(n)
+            for fold in range(PROBABILITY_FOLDS):
+                begin, end = fold * n // PROBABILITY_FOLDS, (fold + 1) * n // PROBABILITY_FOLDS
+                held_out = perm[begin:end]
+                if len(held_out) == 0:
+                    continue
+                train = np.concatenate([perm[:begin], perm[end:]])
+                positives = int((labels[train] > 0).sum())
+                negatives = len(train) - positives
+                if positives == 0 and negatives == 0:
+                    decisions[held_out] = 0.0
+                elif negatives == 0:
+                    decisions[held_out] = 1.0
+                elif positives == 0:
+                    decisions[held_out] = -1.0
+                else:
+                    svc = SVC(
+                        C=1.0,
+                        kernel=self.kernel,
+                        gamma=self.gamma,
+                        degree=self.degree,
+                        coef0=self.coef0,
+                        class_weight={1: float(weighted_C[i]), -1: float(weighted_C[j])},
+                    )
+                    svc.fit(X[rows[train]], labels[train])
+                    decisions[held_out] = svc.decision_function(X[rows[held_out]])
+            a, b = sigmoid_train(decisions, labels)
+            if a >= 0:
+                # Cross-validated decisions that do not rise with the class (a few examples, each
+                # held out from a fold where its class is the minority) would invert the
+                # probabilities: fit the sigmoid on the model's own decisions instead.
+                pair = len(prob_a)
+                a, b = sigmoid_train(self.decision_values(X[rows])[:, pair], labels)
+            prob_a.append(a)
+            prob_b.append(b)
+        return np.array(prob_a), np.array(prob_b)
+
+    # --- prediction ------------------------------------------------------------------------
+    def kernel_matrix(self, X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
+        """``K[n, n_SV]`` between the rows of ``X`` and the support vectors."""
+        sv = self.support_vectors
+        dot = X @ sv.T
+        dot = dot.toarray() if scipy.sparse.issparse(dot) else np.asarray(dot)
+        dot = dot.astype(np.float64)
+        if self.kernel == "linear":
+            return dot
+        if self.kernel == "rbf":
+            x_norm = np.asarray(_squared_norms(X)).reshape(-1, 1)
+            sv_norm = np.asarray(_squared_norms(sv)).reshape(1, -1)
+            return np.exp(-self.gamma * np.maximum(x_norm + sv_norm - 2.0 * dot, 0.0))
+        if self.kernel == "poly":
+            return (self.gamma * dot + self.coef0) ** self.degree
+        if self.kernel == "sigmoid":
+            return np.tanh(self.gamma * dot + self.coef0)
+        raise ValueError(f"unknown kernel '{self.kernel}'")
+
+    def decision_values(self, X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
+        """One-vs-one decision values ``[n, n_pairs]`` (libsvm's ``svm_predict_values``)."""
+        K = self.kernel_matrix(X)
+        starts = np.concatenate([[0], np.cumsum(self.n_support)[:-1]])
+        values = np.empty((K.shape[0], len(self.intercept)))
+        for p, (i, j) in enumerate(_pairs(self.n_classes)):
+            si, sj = starts[i], starts[j]
+            ci, cj = self.n_support[i], self.n_support[j]
+            values[:, p] = (
+                K[:, si : si + ci] @ self.dual_coef[j - 1, si : si + ci]
+                + K[:, sj : sj + cj] @ self.dual_coef[i, sj : sj + cj]
+                + self.intercept[p]
+            )
+        return values
+
+    def predict_proba(self, X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
+        """Class probabilities ``[n, n_classes]`` (libsvm's ``svm_predict_probability``)."""
+        return pairwise_probabilities(self.decision_values(X), self.prob_a, self.prob_b, self.n_classes)
+
+    # --- persistence -----------------------------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        sv = self.support_vectors.tocsr()
+        return {
+            "sv_data": sv.data.astype(np.float64),
+            "sv_indices": sv.indices.astype(np.int64),
+            "sv_indptr": sv.indptr.astype(np.int64),
+            "sv_shape": np.array(sv.shape, dtype=np.int64),
+            "n_support": self.n_support,
+            "dual_coef": self.dual_coef,
+            "intercept": self.intercept,
+            "prob_a": self.prob_a,
+            "prob_b": self.prob_b,
+        }
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "gamma": self.gamma,
+            "degree": self.degree,
+            "coef0": self.coef0,
+            "C": self.C,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], params: dict[str, Any]) -> SVMModel:
+        shape = tuple(int(s) for s in arrays["sv_shape"])
+        sv = scipy.sparse.csr_matrix(
+            (arrays["sv_data"], arrays["sv_indices"], arrays["sv_indptr"]), shape=shape
+        )
+        return cls(
+            support_vectors=sv,
+            n_support=arrays["n_support"],
+            dual_coef=arrays["dual_coef"],
+            intercept=arrays["intercept"],
+            prob_a=arrays["prob_a"],
+            prob_b=arrays["prob_b"],
+            kernel=str(params["kernel"]),
+            gamma=float(params["gamma"]),
+            degree=int(params.get("degree", 3)),
+            coef0=float(params.get("coef0", 0.0)),
+            C=float(params.get("C", 1.0)),
+        )
+
+
+# --- libsvm's probability routines in NumPy -------------------------------------------------
+def _pairs(n_classes: int) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+
+
+def _dense(matrix: Any) -> np.ndarray:
+    return np.asarray(matrix.toarray() if scipy.sparse.issparse(matrix) else matrix, dtype=np.float64)
+
+
+def _squared_norms(X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
+    if scipy.sparse.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel().astype(np.float64)
+    return np.einsum("ij,ij->i", X, X).astype(np.float64)
+
+
+def sigmoid_train(decisions: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """Platt's sigmoid ``P(+1 | f) = 1 / (1 + exp(A f + B))`` by libsvm's Newton method with
+    backtracking (Lin, Lin and Weng 2007); ``labels`` are +1 / -1."""
+    f = np.asarray(decisions, dtype=np.float64)
+    positive = np.asarray(labels) > 0
+    prior1 = float(positive.sum())
+    prior0 = float(len(f) - prior1)
+    max_iter, min_step, sigma, eps = 100, 1e-10, 1e-12, 1e-5
+    hi_target = (prior1 + 1.0) / (prior1 + 2.0)
+    lo_target = 1.0 / (prior0 + 2.0)
+    t = np.where(positive, hi_target, lo_target)
+
+    def objective(a: float, b: float) -> float:
+        fApB = f * a + b
+        return float(
+            np.sum(
+                np.where(
+                    fApB >= 0,
+                    t * fApB + np.log1p(np.exp(-np.abs(fApB))),
+                    (t - 1) * fApB + np.log1p(np.exp(-np.abs(fApB))),
+                )
+            )
+        )
+
+    A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
+    fval = objective(A, B)
+    for _ in range(max_iter):
+        fApB = f * A + B
+        e = np.exp(-np.abs(fApB))
+        p = np.where(fApB >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+        q = np.where(fApB >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+        d2 = p * q
+        h11 = sigma + float(np.sum(f * f * d2))
+        h22 = sigma + float(np.sum(d2))
+        h21 = float(np.sum(f * d2))
+        d1 = t - p
+        g1 = float(np.sum(f * d1))
+        g2 = float(np.sum(d1))
+        if abs(g1) < eps and abs(g2) < eps:
+            break
+        det = h11 * h22 - h21 * h21
+        dA = -(h22 * g1 - h21 * g2) / det
+        dB = -(-h21 * g1 + h11 * g2) / det
+        gd = g1 * dA + g2 * dB
+        step = 1.0
+        while step >= min_step:
+            new_a, new_b = A + step * dA, B + step * dB
+            new_f = objective(new_a, new_b)
+            if new_f < fval + 0.0001 * step * gd:
+                A, B, fval = new_a, new_b, new_f
+                break
+            step /= 2.0
+        if step < min_step:
+            break
+    return A, B
+
+
+def sigmoid_predict(decisions: np.ndarray, a: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
+    """``1 / (1 + exp(A f + B))``, computed without overflow."""
+    fApB = np.asarray(decisions, dtype=np.float64) * a + b
+    e = np.exp(-np.abs(fApB))
+    return np.where(fApB >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
+
+
+def pairwise_probabilities(
+    decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int
+) -> np.ndarray:
+    """Class probabilities from one-vs-one decision values ``[n, n_pairs]``."""
+    n = decisions.shape[0]
+    pairwise = np.clip(sigmoid_predict(decisions, prob_a, prob_b), MIN_PROBABILITY, 1 - MIN_PROBABILITY)
+    r = np.zeros((n, n_classes, n_classes))
+    for p, (i, j) in enumerate(_pairs(n_classes)):
+        r[:, i, j] = pairwise[:, p]
+        r[:, j, i] = 1.0 - pairwise[:, p]
+    # scikit-learn's libsvm couples two classes too (plain libsvm returns r[0, 1], r[1, 0])
+    return np.stack([_multiclass_probability(r[m]) for m in range(n)]) if n else np.zeros((0, n_classes))
+
+
+def _multiclass_probability(r: np.ndarray) -> np.ndarray:
+    """libsvm's ``multiclass_probability``: pairwise coupling, method 2 of Wu, Lin and Weng."""
+    k = r.shape[0]
+    max_iter, eps = max(100, k), 0.005 / k
+    Q = -r.T * r  # Q[t, j] = -r[j, t] * r[t, j]
+    np.fill_diagonal(Q, 0.0)
+    Q[np.diag_indices(k)] = np.sum(r.T**2, axis=1) - np.diag(r) ** 2
+    p = np.full(k, 1.0 / k)
+    for _ in range(max_iter):
+        Qp = Q @ p
+        pQp = float(p @ Qp)
+        if np.max(np.abs(Qp - pQp)) < eps:
+            break
+        for t in range(k):
+            diff = (-Qp[t] + pQp) / Q[t, t]
+            p[t] += diff
+            pQp = (pQp + diff * (diff * Q[t, t] + 2 * Qp[t])) / (1 + diff) / (1 + diff)
+            Qp = (Qp + diff * Q[t]) / (1 + diff)
+            p /= 1 + diff
+    return p

@@ -253,7 +253,7 @@ def spans_to_entities(
     entities: list[dict[str, Any]] = []
     for label, first, last in tags_to_spans(entity_tags_, bilou=bilou):
         for piece_first, piece_last in _split_span(
-            text, tokens, first, last, attribute_tags, _splits(split_entities_by_comma, label)
+            text, tokens, first, last, attribute_tags, _splits(split_entities_by_comma, label), bilou
         ):
             entities.append(
                 _entity(text, tokens, label, piece_first, piece_last, attribute_tags, confidences)
@@ -277,15 +277,27 @@ def _split_span(
     last: int,
     attribute_tags: Mapping[str, list[str]],
     split_by_comma: bool,
+    bilou: bool = False,
 ) -> list[tuple[int, int]]:
+    """Cut a tagged span where Rasa would start a new entity.
+
+    Without BILOU, tokens join when at most one character separates them (or up to three of
+    ``.,; `` when not splitting by comma). With BILOU the tags already say where an entity
+    begins and ends, so a span is cut only where the role or group changes, or at a comma or
+    semicolon when splitting by comma: "the uli derickson story: a film" tagged B I I I L stays one
+    entity (Rasa cuts it at the colon and loses it).
+    """
     pieces: list[tuple[int, int]] = []
     start = first
     for i in range(first + 1, last + 1):
         role_or_group_changed = any(values[i] != values[i - 1] for values in attribute_tags.values())
         gap = text[tokens[i - 1].end : tokens[i].start]
-        joined = len(gap) <= 1 or (
-            not split_by_comma and len(gap) <= 3 and all(c in SINGLE_ENTITY_JOINERS for c in gap)
-        )
+        if bilou:
+            joined = not (split_by_comma and ("," in gap or ";" in gap))
+        else:
+            joined = len(gap) <= 1 or (
+                not split_by_comma and len(gap) <= 3 and all(c in SINGLE_ENTITY_JOINERS for c in gap)
+            )
         if role_or_group_changed or not joined:
             pieces.append((start, i - 1))
             start = i

@@ -275,3 +275,19 @@ def test_round_trip_tags_to_entities():
 def test_length_mismatch_is_an_error():
     with pytest.raises(ValueError, match="2 entity tags for 1 tokens"):
         spans_to_entities("a", [Token("a", 0, 1)], ["O", "O"])
+
+
+def test_bilou_span_continues_across_punctuation_the_tokenizer_dropped():
+    # Rasa cuts at the colon and loses the entity; the BILOU tags say it is one title.
+    text = "see the uli derickson story: a film tonight"
+    tags = ["O", "B-movie", "I-movie", "I-movie", "I-movie", "I-movie", "L-movie", "O"]
+    entities = spans_to_entities(text, words(text), tags)
+    assert [e["value"] for e in entities] == ["the uli derickson story: a film"]
+
+
+@pytest.mark.parametrize(("split", "expected"), [(True, ["apples", "pears"]), (False, ["apples, pears"])])
+def test_bilou_span_is_cut_at_a_comma_when_splitting_by_comma(split, expected):
+    text = "buy apples, pears"
+    tags = ["O", "B-fruit", "L-fruit"]
+    entities = spans_to_entities(text, words(text), tags, split_entities_by_comma=split)
+    assert [e["value"] for e in entities] == expected

@@ -19,10 +19,13 @@ keeps a [B, K, K] broadcast in its forward pass (decoding only, no gradient).
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 # log() floor for the exp-space matmul; only reached when transition scores span > ~80 nats
 _TINY = 1e-30
+# score of a transition (or a first / last tag) that the tagging scheme forbids
+_FORBIDDEN = -1e4
 
 
 def _shifted_exp_transitions(transitions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -180,7 +183,19 @@ class CRF(keras.layers.Layer):
     ``stop_grad(((1 - p) / 0.5) ** 4)`` once some example has p(tags | x) > 0.5.
     """
 
-    def __init__(self, num_tags: int, reg_lambda: float = 0.0, scale_loss: bool = False, **kwargs) -> None:
+    def __init__(
+        self,
+        num_tags: int,
+        reg_lambda: float = 0.0,
+        scale_loss: bool = False,
+        allowed: np.ndarray | None = None,
+        start_allowed: np.ndarray | None = None,
+        end_allowed: np.ndarray | None = None,
+        **kwargs,
+    ) -> None:
+        """``allowed`` [K, K] (bool) marks the transitions the tagging scheme permits (BILOU forbids
+        e.g. O -> I-x or U-x -> L-x); ``start_allowed`` / ``end_allowed`` [K] the tags a sequence
+        may start or end with. Forbidden ones score a fixed -1e4, in training and decoding alike."""
         super().__init__(**kwargs)
         self.num_tags = num_tags
         self.reg_lambda = reg_lambda
@@ -191,11 +206,29 @@ class CRF(keras.layers.Layer):
             initializer="glorot_uniform",
             regularizer=keras.regularizers.L2(reg_lambda) if reg_lambda > 0 else None,
         )
+
+        def penalty(mask: np.ndarray | None, shape: tuple[int, ...]) -> tf.Tensor:
+            mask = np.ones(shape, bool) if mask is None else np.asarray(mask, bool)
+            return tf.constant(np.where(mask, 0.0, _FORBIDDEN), tf.float32)
+
+        self.transition_penalty = penalty(allowed, (num_tags, num_tags))  # [K, K]
+        self.start_penalty = penalty(start_allowed, (num_tags,))  # [K]
+        self.end_penalty = penalty(end_allowed, (num_tags,))  # [K]
         self.built = True
+
+    def _constrained(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """Logits with the start / end penalties added at each sequence's first and last
+        position [B, T, K], and the penalised transitions [K, K]."""
+        max_len = tf.shape(logits)[1]
+        first = tf.one_hot(tf.zeros_like(lengths), max_len)  # [B, T]
+        last = tf.one_hot(tf.maximum(lengths - 1, 0), max_len)  # [B, T]
+        logits = logits + first[:, :, None] * self.start_penalty + last[:, :, None] * self.end_penalty
+        return logits, self.transitions + self.transition_penalty
 
     def loss(self, logits: tf.Tensor, tags: tf.Tensor, lengths: tf.Tensor) -> tf.Tensor:
         """Mean negative log-likelihood (scalar). logits [B, T, K], tags [B, T], lengths [B]."""
-        log_likelihood = crf_log_likelihood(logits, tags, lengths, self.transitions)  # [B]
+        logits, transitions = self._constrained(logits, lengths)
+        log_likelihood = crf_log_likelihood(logits, tags, lengths, transitions)  # [B]
         nll = -log_likelihood
         if self.scale_loss:
             p = tf.exp(log_likelihood)
@@ -205,8 +238,9 @@ class CRF(keras.layers.Layer):
 
     def decode(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Viterbi tags [B, T] int32 and each tag's marginal probability [B, T] (0 at padding)."""
-        tags = crf_viterbi_decode(logits, lengths, self.transitions)  # [B, T]
-        marginals = crf_marginals(logits, lengths, self.transitions)  # [B, T, K]
+        logits, transitions = self._constrained(logits, lengths)
+        tags = crf_viterbi_decode(logits, lengths, transitions)  # [B, T]
+        marginals = crf_marginals(logits, lengths, transitions)  # [B, T, K]
         confidences = tf.gather(marginals, tags, batch_dims=2)  # [B, T]; padding rows are 0
         return tags, confidences
 

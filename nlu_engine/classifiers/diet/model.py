@@ -40,6 +40,8 @@ class NetworkSpec:
     dense_sent_dim: int  # dense sentence feature width (0 = none)
     label_features: np.ndarray  # [N, V_label] bag of features per intent
     num_tags: dict[str, int] = field(default_factory=dict)  # "entity" / "role" / "group" -> K
+    # per tag set: (allowed transitions [K, K], allowed first tags [K], allowed last tags [K])
+    constraints: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 class SparseEmbeddingBag(keras.layers.Layer):
@@ -52,7 +54,7 @@ class SparseEmbeddingBag(keras.layers.Layer):
     """
 
     def __init__(self, vocab: int, units: int, reg_lambda: float, drop_rate: float, **kwargs: Any):
-        super().__init__(**kwargs)
+        super().__init__(dtype="float32", **kwargs)  # sums of many rows: always float32
         self.vocab, self.units, self.drop_rate = vocab, units, drop_rate
         self.reg_lambda = reg_lambda
         self.kernel = self.add_weight(
@@ -145,7 +147,7 @@ class DIETNetwork(keras.Model):
             for name, k in spec.num_tags.items()
         }
         self.tag_crf = {
-            name: CRF(k, reg_lambda=reg, scale_loss=False, name=f"{name}_crf")
+            name: CRF(k, reg, False, *spec.constraints.get(name, ()), name=f"{name}_crf")
             for name, k in spec.num_tags.items()
         }
         self.entity_tag_embed = Embed(embed_dim, reg, name="entity_tag_embed")
@@ -218,7 +220,7 @@ class DIETNetwork(keras.Model):
         """Every intent's embedding [N, E] from its bag of label features."""
         x = self.label_dense(self.label_features)  # [N, Dl]
         x = self.label_hidden(x, training=training)
-        return self.label_embed(x)  # [N, E]
+        return tf.cast(self.label_embed(x), tf.float32)  # [N, E]
 
     def sentence_vector(self, h, lengths):
         return tf.gather(h, lengths, batch_dims=1)  # [B, U]: the position after the last token
@@ -226,9 +228,10 @@ class DIETNetwork(keras.Model):
     def tag_logits_for(self, name: str, h_tokens, entity_tags):
         """Tag logits [B, T, K]; role and group see an embedding of the entity tags."""
         if name == "entity":
-            return self.tag_logits[name](h_tokens)
+            return tf.cast(self.tag_logits[name](h_tokens), tf.float32)
         one_hot = tf.one_hot(entity_tags, self.spec.num_tags["entity"])  # [B, T, K_e]
-        return self.tag_logits[name](tf.concat([h_tokens, self.entity_tag_embed(one_hot)], -1))
+        tag_embedding = tf.cast(self.entity_tag_embed(one_hot), h_tokens.dtype)
+        return tf.cast(self.tag_logits[name](tf.concat([h_tokens, tag_embedding], -1)), tf.float32)
 
     # ------------------------------------------------------------------------------------------
     def losses_and_metrics(self, batch: dict[str, tf.Tensor], training: bool = True):
@@ -246,7 +249,7 @@ class DIETNetwork(keras.Model):
         h = self.transform(x, mask, training)  # [B, T+1, U]
         if self.p["intent_classification"] and self.spec.label_features.shape[0] > 1:
             all_labels = self.all_label_embeddings(training)  # [N, E]
-            text = self.text_embed(self.sentence_vector(h, lengths))  # [B, E]
+            text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             ids = batch["label_ids"]  # [B]
             labels = tf.gather(all_labels, ids)  # [B, E]
             loss, acc = self.intent_loss(
@@ -293,8 +296,8 @@ class DIETNetwork(keras.Model):
         return masked, targets, positions
 
     def _mlm_loss(self, h, targets, positions):
-        outputs = self.mlm_out_embed(tf.gather_nd(h, positions))  # [M, E]
-        golden = self.mlm_in_embed(targets)  # [M, E]
+        outputs = tf.cast(self.mlm_out_embed(tf.gather_nd(h, positions)), tf.float32)  # [M, E]
+        golden = tf.cast(self.mlm_in_embed(targets), tf.float32)  # [M, E]
         count = tf.shape(golden)[0]
         ids = tf.range(count, dtype=tf.int32)  # every masked token is its own label
 
@@ -313,7 +316,7 @@ class DIETNetwork(keras.Model):
         out: dict[str, tf.Tensor] = {}
         if self.p["intent_classification"] and self.spec.label_features.shape[0] > 0:
             all_labels = self.all_label_embeddings(False)  # [N, E]
-            text = self.text_embed(self.sentence_vector(h, lengths))  # [B, E]
+            text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             out["intent_sims"] = similarity(
                 text[:, None, :], all_labels[None, :, :], self.intent_loss.similarity_type
             )  # [B, N]

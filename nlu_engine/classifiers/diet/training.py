@@ -8,6 +8,7 @@ every ``evaluate_every_number_of_epochs`` with best-checkpoint restore and early
 from __future__ import annotations
 
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,6 +52,26 @@ def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.
     return spec
 
 
+def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which BILOU tag may follow which, and which may start or end a sequence.
+
+    After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.
+    """
+    prefix = [tag[0] if tag != "O" else "O" for tag in vocabulary]
+    kind = [tag[2:] for tag in vocabulary]
+    size = len(vocabulary)
+    allowed = np.zeros((size, size), bool)
+    for i in range(size):
+        for j in range(size):
+            if prefix[i] in "OLU":
+                allowed[i, j] = prefix[j] in "OBU"
+            else:
+                allowed[i, j] = prefix[j] in "IL" and kind[j] == kind[i]
+    start = np.array([p in "OBU" for p in prefix])
+    end = np.array([p in "OLU" for p in prefix])
+    return allowed, start, end
+
+
 def build_network(
     component: DIETClassifier, params: dict[str, Any], label_features: np.ndarray
 ) -> DIETNetwork:
@@ -62,6 +83,9 @@ def build_network(
         dense_sent_dim=component.dense_sent_dim_,
         label_features=label_features,
         num_tags={kind: len(v) for kind, v in component.tag_vocab_.items()},
+        constraints={
+            kind: bilou_constraints(v) for kind, v in component.tag_vocab_.items() if component.BILOU_flag
+        },
     )
     network = DIETNetwork(spec, params)
     dummy = {
@@ -179,6 +203,7 @@ def fit(
         total_steps = float(max(1, sum(steps_per_epoch)))
         start = component.learning_rate
 
+        @tf.autograph.experimental.do_not_convert
         def learning_rate(step: tf.Tensor) -> tf.Tensor:  # linear from lr to lr / 10
             progress = tf.minimum(tf.cast(step, tf.float32) / total_steps, 1.0)
             return start * (1.0 - 0.9 * progress)
@@ -218,6 +243,7 @@ def fit(
         if component.drop_small_last_batch:
             batches = [b for b in batches if len(b) >= batch_size // 2] or batches
         sums: dict[str, float] = {}
+        epoch_start = time.perf_counter()
         for index in batches:
             out = step({k: tf.constant(v) for k, v in make_batch(encoded, index).items()})
             for key, value in out.items():
@@ -235,7 +261,8 @@ def fit(
             metrics[f"{k}_f1"] = 2 * sums.get(f"{k}_tp", 0.0) / denominator if denominator else 0.0
         if "m_acc" in sums:
             metrics["m_acc"] = sums["m_acc"] / len(batches)
-        history["epochs"].append({k: round(v, 4) for k, v in metrics.items()})
+        seconds = round(time.perf_counter() - epoch_start, 3)
+        history["epochs"].append({**{k: round(v, 4) for k, v in metrics.items()}, "seconds": seconds})
         bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()})
         if writer:
             with writer.as_default():

@@ -113,13 +113,13 @@ class MultiHeadAttention(keras.layers.Layer):
         if self.key_relative_embeddings is not None:
             rel_keys = self._relative_embeddings(self.key_relative_embeddings, length)
             logits += tf.einsum(f"bhid,{heads}ijd->bhij", query, rel_keys)  # [B, H, L, L]
-        logits = logits / tf.sqrt(float(self.depth)) + attention_mask * _NEG_INF
+        logits = logits * tf.cast(self.depth**-0.5, logits.dtype) + attention_mask * _NEG_INF
 
         if training and self.attention_dropout_rate > 0:
             # Rasa drops attention *logits* (so weights still sum to 1); masked keys stay masked.
             # Unlike Rasa, a query never drops itself: with every allowed key dropped, all
             # logits would sit near -1e9 and the softmax would spread over padding / the future
-            keep = keras.random.uniform(tf.shape(logits), seed=self.seed_generator)
+            keep = keras.random.uniform(tf.shape(logits), seed=self.seed_generator, dtype=logits.dtype)
             dropped = tf.cast(keep + attention_mask < self.attention_dropout_rate, logits.dtype)
             not_self = 1.0 - tf.eye(length, dtype=logits.dtype)  # [L, L]
             logits += dropped * not_self * _NEG_INF
@@ -241,14 +241,15 @@ class TransformerEncoder(keras.layers.Layer):
         With ``return_attention_weights`` also returns weights [B, num_layers, H, L, L].
         """
         length = tf.shape(x)[1]
-        x = self.embedding(x) * tf.sqrt(float(self.units))  # [B, L, D]
-        x = x + self.positional_encoding(length)[None]  # [B, L, D]
+        x = self.embedding(x)
+        x = x * tf.cast(self.units**0.5, x.dtype)  # [B, L, D]
+        x = x + tf.cast(self.positional_encoding(length), x.dtype)[None]  # [B, L, D]
         x = self.embedding_dropout(x, training=training)
 
         # 1 where attention is forbidden: padded keys, plus future keys if unidirectional
         attention_mask = 1.0 - tf.cast(pad_mask, x.dtype)[:, None, None, :]  # [B, 1, 1, L]
         if self.unidirectional:
-            future = 1.0 - tf.linalg.band_part(tf.ones((length, length)), -1, 0)  # [L, L]
+            future = 1.0 - tf.linalg.band_part(tf.ones((length, length), x.dtype), -1, 0)  # [L, L]
             attention_mask = tf.minimum(1.0, attention_mask + future[None, None])  # [B,1,L,L]
 
         all_weights = []

@@ -1,0 +1,90 @@
+"""``nlu-engine serve`` (alias ``run``): the HTTP API, a drop-in for ``rasa run --enable-api``.
+
+Nothing heavy is imported here; Starlette, uvicorn and the model load inside the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from nlu_engine.errors import NLUError
+
+
+def register(commands: Any) -> None:
+    """Add ``serve`` and its alias ``run`` to the CLI's subcommands."""
+    serve = commands.add_parser(
+        "serve",
+        aliases=["run"],
+        help="serve /model/parse over HTTP (like rasa run --enable-api)",
+        description="Serve the model over HTTP: POST /model/parse, /model/parse/batch, GET /status, "
+        "/version, /health, /openapi.json; PUT /model reloads an archive from the models folder.",
+    )
+    serve.add_argument("-m", "--model", default="models",
+                       help="archive, or folder whose newest archive is served; the folder (or the "
+                            "archive's folder) is the only place PUT /model loads from (default: models)")
+    serve.add_argument("--host", "-i", "--interface", dest="host", default="127.0.0.1",
+                       help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all interfaces)")
+    serve.add_argument("-p", "--port", type=int, default=5005, help="port (default: 5005)")
+    serve.add_argument("--auth-token", default=None,
+                       help="require this token as ?token= or 'Authorization: Bearer' "
+                            "(all endpoints but /, /version, /health, /openapi.json); "
+                            "default: $NLU_ENGINE_AUTH_TOKEN")
+    serve.add_argument("--jwt-secret", default=None,
+                       help="also accept HS256 JWTs signed with this secret as 'Authorization: Bearer'; "
+                            "default: $NLU_ENGINE_JWT_SECRET")
+    serve.add_argument("--jwt-method", default="HS256", choices=["HS256"],
+                       help="JWT algorithm (only HS256)")
+    serve.add_argument("--cors", action="append", default=None, metavar="ORIGIN",
+                       help="allow cross-origin requests from ORIGIN ('*' for any); repeatable")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="worker processes, each with its own copy of the model (default: 1; "
+                            "PUT /model needs 1)")
+    serve.add_argument("--max-body-bytes", type=int, default=1_000_000,
+                       help="largest request body accepted; larger ones get 413 (default: 1000000)")
+    serve.add_argument("--max-text-chars", type=int, default=2_000,
+                       help="longest message accepted; longer ones get 413 (default: 2000; DIET's cost "
+                            "grows with the square of the length)")
+    serve.add_argument("--max-batch", type=int, default=64,
+                       help="most concurrent requests parsed as one batch (default: 64)")
+    serve.add_argument("--batch-wait-ms", type=float, default=1.5,
+                       help="under concurrent load, how long a batch waits for more requests "
+                            "(default: 1.5; a lone request never waits)")
+    serve.add_argument("--tf-threads", type=int, default=None,
+                       help="TensorFlow intra-op threads per process (default: 1, or "
+                            "$TF_NUM_INTRAOP_THREADS; more helps only for large batches on many cores)")
+    serve.add_argument("--access-log", action="store_true", help="log one line per request")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--enable-api", action="store_true",
+                       help="accepted for Rasa compatibility; the API is always on")
+    serve.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise NLUError(
+            "the server needs starlette and uvicorn: pip install 'nlu-engine[server]'"
+        ) from None
+    from nlu_engine.server.run import serve
+
+    serve(
+        model=args.model,
+        host=args.host,
+        port=args.port,
+        auth_token=args.auth_token or os.environ.get("NLU_ENGINE_AUTH_TOKEN") or None,
+        jwt_secret=args.jwt_secret or os.environ.get("NLU_ENGINE_JWT_SECRET") or None,
+        cors=args.cors,
+        workers=args.workers,
+        max_body=args.max_body_bytes,
+        max_text_chars=args.max_text_chars,
+        max_batch=args.max_batch,
+        batch_wait=args.batch_wait_ms / 1000,
+        tf_threads=args.tf_threads,
+        access_log=args.access_log,
+        log_level=args.log_level,
+    )
+    return 0

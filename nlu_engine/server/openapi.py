@@ -1,0 +1,274 @@
+"""The OpenAPI 3.1 document served at ``/openapi.json``, written by hand to match ``app.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nlu_engine import __version__
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(description: str, ref: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}},
+    }
+
+
+_SECURED = [{"TokenQuery": []}, {"BearerAuth": []}]
+_AUTH_ERROR = _error(
+    "Missing or wrong token / JWT (only when the server runs with --auth-token or --jwt-secret)"
+)
+_NO_MODEL = _error("No model is loaded")
+
+
+def openapi_document() -> dict[str, Any]:
+    """The API description (paths, request and response schemas, security schemes)."""
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "nlu_engine HTTP API",
+            "version": __version__,
+            "description": (
+                "Intent classification and entity extraction, compatible with the NLU part of "
+                "`rasa run --enable-api`. Errors are JSON objects with status 'failure'."
+            ),
+        },
+        "paths": {
+            "/": {
+                "get": {
+                    "summary": "Hello and version",
+                    "responses": {
+                        "200": {
+                            "description": "A greeting",
+                            "content": {"text/plain": {"schema": {
+                                "type": "string", "example": f"Hello from nlu_engine: {__version__}"}}},
+                        }
+                    },
+                }
+            },
+            "/version": {
+                "get": {
+                    "summary": "Engine version and the oldest model version it loads",
+                    "responses": {"200": _json("Versions", "Version")},
+                }
+            },
+            "/health": {
+                "get": {
+                    "summary": "Liveness and readiness (no authentication)",
+                    "responses": {"200": _json("A model is loaded", "Health"),
+                                  "503": _json("No model is loaded", "Health")},
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "summary": "This document",
+                    "responses": {"200": {"description": "OpenAPI 3.1 document",
+                                          "content": {"application/json": {"schema": {"type": "object"}}}}},
+                }
+            },
+            "/status": {
+                "get": {
+                    "summary": "The loaded model",
+                    "security": _SECURED,
+                    "responses": {"200": _json("Model status", "Status"), "401": _AUTH_ERROR,
+                                  "503": _NO_MODEL},
+                }
+            },
+            "/model/parse": {
+                "post": {
+                    "summary": "Parse one message (intent and entities)",
+                    "security": _SECURED,
+                    "parameters": [
+                        {"name": "emulation_mode", "in": "query", "required": False,
+                         "description": "Only 'rasa' (the default) is supported; other values answer 400",
+                         "schema": {"type": "string"}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("ParseRequest")}},
+                    },
+                    "responses": {
+                        "200": _json("The parse result, as `nlu-engine parse` prints it", "ParseResult"),
+                        "400": _error("Invalid JSON, or 'text' missing or not a string"),
+                        "401": _AUTH_ERROR,
+                        "413": _error("Body over the size limit, or 'text' over the character limit"),
+                        "503": _NO_MODEL,
+                    },
+                }
+            },
+            "/model/parse/batch": {
+                "post": {
+                    "summary": "Parse a list of messages as one batch",
+                    "security": _SECURED,
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"oneOf": [
+                            {"type": "array", "items": {"type": "string"}},
+                            {"type": "object", "required": ["texts"],
+                             "properties": {"texts": {"type": "array", "items": {"type": "string"}}}},
+                        ]}}},
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "One parse result per text, in order",
+                            "content": {"application/json": {"schema": {
+                                "type": "array", "items": {"$ref": "#/components/schemas/ParseResult"}}}},
+                        },
+                        "400": _error("Invalid JSON, or not a list of strings"),
+                        "401": _AUTH_ERROR,
+                        "413": _error("Body, number of texts or a text over its limit"),
+                        "503": _NO_MODEL,
+                    },
+                }
+            },
+            "/model": {
+                "put": {
+                    "summary": "Replace the loaded model by an archive from the server's models folder",
+                    "description": "Requests keep being answered (by the old model) while the new one loads.",
+                    "security": _SECURED,
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": _ref("ModelRequest")}},
+                    },
+                    "responses": {
+                        "204": {"description": "The new model is loaded and answers from now on"},
+                        "400": _error(
+                            "Invalid request, a path outside the models folder, or an unloadable archive"
+                        ),
+                        "401": _AUTH_ERROR,
+                        "404": _error("No such archive in the models folder"),
+                        "409": _error("Reloading is unavailable (several workers, or no models folder)"),
+                        "413": _error("Body over the size limit"),
+                    },
+                },
+                "delete": {
+                    "summary": "Unload the model (parse answers 503 until PUT /model)",
+                    "security": _SECURED,
+                    "responses": {"204": {"description": "Unloaded"}, "401": _AUTH_ERROR,
+                                  "409": _error("Unavailable with several workers")},
+                },
+            },
+        },
+        "components": {
+            "securitySchemes": {
+                "TokenQuery": {"type": "apiKey", "in": "query", "name": "token",
+                               "description": "The --auth-token value, as Rasa"},
+                "BearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The --auth-token value, or an HS256 JWT signed with --jwt-secret",
+                },
+            },
+            "schemas": {
+                "Version": {
+                    "type": "object",
+                    "required": ["version", "minimum_compatible_version"],
+                    "properties": {"version": {"type": "string"},
+                                   "minimum_compatible_version": {"type": "string"}},
+                },
+                "Health": {
+                    "type": "object",
+                    "required": ["status", "model_loaded"],
+                    "properties": {"status": {"type": "string", "enum": ["ok", "no model"]},
+                                   "model_loaded": {"type": "boolean"}},
+                },
+                "Status": {
+                    "type": "object",
+                    "required": ["model_file", "model_id", "num_active_training_jobs"],
+                    "properties": {
+                        "model_file": {"type": "string", "description": "Archive name in the models folder"},
+                        "model_id": {"type": "string"},
+                        "num_active_training_jobs": {"type": "integer", "description": "Always 0"},
+                        "version": {"type": "string"},
+                        "trained_at": {"type": ["string", "null"]},
+                        "pipeline": {"type": "array", "items": {"type": "string"}},
+                        "uptime_seconds": {"type": "number"},
+                        "batching": {
+                            "type": "object",
+                            "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},
+                                           "largest_batch": {"type": "integer"}},
+                        },
+                    },
+                },
+                "ParseRequest": {
+                    "type": "object",
+                    "required": ["text"],
+                    "properties": {
+                        "text": {"type": "string", "example": "book a table for two in Berlin"},
+                        "message_id": {"description": "Accepted for Rasa compatibility; not used"},
+                    },
+                },
+                "ModelRequest": {
+                    "type": "object",
+                    "required": ["model_file"],
+                    "properties": {
+                        "model_file": {"type": "string",
+                                       "description": "Name (or path) of a .tar.gz inside the models folder"},
+                        "model_server": {"description": "Not supported (400 when set)"},
+                        "remote_storage": {"description": "Not supported (400 when set)"},
+                    },
+                },
+                "Intent": {
+                    "type": "object",
+                    "required": ["name", "confidence"],
+                    "properties": {"name": {"type": ["string", "null"]}, "confidence": {"type": "number"},
+                                   "full_retrieval_intent_name": {"type": "string"}},
+                },
+                "Entity": {
+                    "type": "object",
+                    "required": ["entity", "start", "end", "value"],
+                    "properties": {
+                        "entity": {"type": "string"},
+                        "start": {"type": "integer"},
+                        "end": {"type": "integer"},
+                        "value": {},
+                        "confidence_entity": {"type": "number"},
+                        "role": {"type": "string"},
+                        "confidence_role": {"type": "number"},
+                        "group": {"type": "string"},
+                        "confidence_group": {"type": "number"},
+                        "extractor": {"type": "string"},
+                        "processors": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+                "ParseResult": {
+                    "type": "object",
+                    "required": ["text", "intent", "entities"],
+                    "properties": {
+                        "text": {"type": "string"},
+                        "intent": {"$ref": "#/components/schemas/Intent"},
+                        "entities": {"type": "array", "items": {"$ref": "#/components/schemas/Entity"}},
+                        "text_tokens": {"type": "array", "description": "[start, end] of each token",
+                                        "items": {"type": "array", "items": {"type": "integer"},
+                                                  "minItems": 2, "maxItems": 2}},
+                        "intent_ranking": {"type": "array", "items": {"$ref": "#/components/schemas/Intent"}},
+                        "response_selector": {"type": "object"},
+                    },
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["status", "message", "reason", "code"],
+                    "properties": {
+                        "version": {"type": "string"},
+                        "status": {"type": "string", "enum": ["failure"]},
+                        "message": {"type": "string"},
+                        "reason": {"type": "string"},
+                        "details": {"type": "object"},
+                        "help": {"type": ["string", "null"]},
+                        "code": {"type": "integer"},
+                    },
+                },
+            },
+        },
+    }

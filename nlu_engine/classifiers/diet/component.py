@@ -18,6 +18,7 @@ import scipy.sparse
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier
 from nlu_engine.errors import ConfigError
+from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
@@ -169,6 +170,16 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.label_smoothing = label_smoothing
         self.show_progress = show_progress
 
+    #: the message attribute whose features describe a label (ResponseSelector: the response key)
+    label_attribute = INTENT_ATTRIBUTE
+
+    def label_of(self, message: Message) -> str | None:
+        """The label a training example teaches (its intent here)."""
+        return message.intent
+
+    def labels_in(self, data: TrainingData, examples: list[Message]) -> list[str]:
+        return sorted({label for m in examples if (label := self.label_of(m))})
+
     # --- parameters the network reads -----------------------------------------------------
     def network_params(self) -> dict[str, Any]:
         p = self.get_config()
@@ -216,7 +227,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         label_ids = np.full(len(messages), -1, np.int32)
         if with_targets:
             index = {name: i for i, name in enumerate(self.intents_)}
-            label_ids = np.array([index.get(m.intent or "", -1) for m in messages], np.int32)
+            label_ids = np.array([index.get(self.label_of(m) or "", -1) for m in messages], np.int32)
             for kind, vocabulary in self.tag_vocab_.items():
                 ids = {tag: i for i, tag in enumerate(vocabulary)}
                 per_token = []
@@ -252,7 +263,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 "DIETClassifier: the messages have no token features; add a featurizer such as "
                 "CountVectorsFeaturizer before DIETClassifier"
             )
-        self.intents_ = data.intents if self.intent_classification else []
+        self.intents_ = self.labels_in(data, examples) if self.intent_classification else []
         self.tag_vocab_: dict[str, list[str]] = {}
         if self.entity_recognition:
             for kind, values in (
@@ -271,26 +282,25 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         n = len(self.intents_)
         rows: dict[str, np.ndarray] = {}
         for message in examples:
-            if message.intent in rows or message.intent not in self.intents_:
+            label = self.label_of(message)
+            if label in rows or label not in self.intents_:
                 continue
-            from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
-
-            seq = message.features_for(INTENT_ATTRIBUTE, "sequence", True)
-            sent = message.features_for(INTENT_ATTRIBUTE, "sentence", True)
+            seq = message.features_for(self.label_attribute, "sequence", True)
+            sent = message.features_for(self.label_attribute, "sentence", True)
             parts = []
             if seq is not None:
                 parts.append(np.asarray(seq.sum(axis=0)).ravel())
             elif sent is not None:
                 parts.append(sent.toarray().ravel())
             if parts:
-                rows[str(message.intent)] = np.concatenate(parts)
+                rows[str(label)] = np.concatenate(parts)
         if len(rows) == n and n and len({r.shape for r in rows.values()}) == 1:
             return np.stack([rows[name] for name in self.intents_]).astype(np.float32)
         return np.eye(n, dtype=np.float32)
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
-        examples = [m for m in data.messages if m.intent and m.tokens.get(TEXT)]
+        examples = [m for m in data.messages if self.label_of(m) and m.tokens.get(TEXT)]
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         params = self.network_params()

@@ -82,14 +82,19 @@ class MultiHeadAttention(keras.layers.Layer):
                 initializer=self._relative_initializers[1],
             )
 
-    def _relative_embeddings(self, table: tf.Tensor, length: tf.Tensor) -> tf.Tensor:
-        """table [(H,) 2R+1 or R+1, d] -> embeddings of key j seen from query i [(H,) L, L, d]."""
+    def _relative_buckets(self, length: tf.Tensor, dtype: tf.DType) -> tf.Tensor:
+        """One-hot clipped distance of key j from query i: [L, L, table] (table = 2R+1 or R+1).
+
+        Relative attention then costs [B, H, L, table] per term instead of an [L, L, d] table
+        of embeddings per head, so a long message does not need gigabytes.
+        """
         positions = tf.range(length)
         distance = positions[None, :] - positions[:, None]  # [L, L] = j - i
         max_right = 0 if self.unidirectional else self.max_relative_position
         index = tf.clip_by_value(distance, -self.max_relative_position, max_right)
         index += self.max_relative_position  # [L, L] in [0, table)
-        return tf.gather(table, index, axis=-2)  # [(H,) L, L, d]
+        table = self.max_relative_position + 1 + max_right
+        return tf.one_hot(index, table, dtype=dtype)  # [L, L, table]
 
     def _split_heads(self, x: tf.Tensor) -> tf.Tensor:
         batch, length = tf.shape(x)[0], tf.shape(x)[1]
@@ -110,9 +115,13 @@ class MultiHeadAttention(keras.layers.Layer):
         heads = "" if self.share_relative else "h"
 
         logits = tf.matmul(query, key, transpose_b=True)  # [B, H, L, L]
+        buckets = None
+        if self.key_relative_embeddings is not None or self.value_relative_embeddings is not None:
+            buckets = self._relative_buckets(length, query.dtype)  # [L, L, Kr]
         if self.key_relative_embeddings is not None:
-            rel_keys = self._relative_embeddings(self.key_relative_embeddings, length)
-            logits += tf.einsum(f"bhid,{heads}ijd->bhij", query, rel_keys)  # [B, H, L, L]
+            # query . embedding of every clipped distance, then each key takes its distance's
+            by_distance = tf.einsum(f"bhid,{heads}kd->bhik", query, self.key_relative_embeddings)
+            logits += tf.einsum("bhik,ijk->bhij", by_distance, buckets)  # [B, H, L, L]
         logits = logits * tf.cast(self.depth**-0.5, logits.dtype) + attention_mask * _NEG_INF
 
         if training and self.attention_dropout_rate > 0:
@@ -127,8 +136,11 @@ class MultiHeadAttention(keras.layers.Layer):
         weights = tf.nn.softmax(logits, axis=-1)  # [B, H, L, L]
         attended = tf.matmul(weights, value)  # [B, H, L, d]
         if self.value_relative_embeddings is not None:
-            rel_values = self._relative_embeddings(self.value_relative_embeddings, length)
-            attended += tf.einsum(f"bhij,{heads}ijd->bhid", weights, rel_values)  # [B, H, L, d]
+            # attention mass per clipped distance, times that distance's value embedding
+            per_distance = tf.einsum("bhij,ijk->bhik", weights, buckets)  # [B, H, L, Kr]
+            attended += tf.einsum(
+                f"bhik,{heads}kd->bhid", per_distance, self.value_relative_embeddings
+            )  # [B, H, L, d]
 
         attended = tf.transpose(attended, [0, 2, 1, 3])  # [B, L, H, d]
         attended = tf.reshape(attended, (tf.shape(x)[0], length, self.units))  # [B, L, D]

@@ -156,3 +156,40 @@ def test_attention_dropout_keeps_masking_in_training() -> None:
     padded_keys = (1 - PAD_MASK)[:, None, None, None, :]
     forbidden = np.maximum(future, padded_keys) * real_queries
     assert np.abs(weights * forbidden).max() < 1e-6
+
+
+@pytest.mark.parametrize("unidirectional", [False, True])
+def test_relative_attention_equals_the_textbook_formula(unidirectional: bool) -> None:
+    """Shaw et al.: logits_ij = q_i.k_j + q_i.a^K_ij, out_i = sum_j w_ij (v_j + a^V_ij), with
+    a_ij the embedding of clip(j - i, -R, R), computed here naively with an [L, L, d] table."""
+    from nlu_engine.classifiers.diet.transformer import MultiHeadAttention
+
+    keras.utils.set_random_seed(3)
+    units, heads, radius, length = 8, 2, 2, 6
+    layer = MultiHeadAttention(
+        units, heads, density=1.0, unidirectional=unidirectional, use_key_relative_position=True,
+        use_value_relative_position=True, max_relative_position=radius,
+    )
+    x = tf.random.normal((2, length, units))
+    mask = tf.zeros((1, 1, 1, length))
+    if unidirectional:
+        mask = 1.0 - tf.linalg.band_part(tf.ones((length, length)), -1, 0)[None, None]
+    out, _ = layer(x, mask)
+
+    def split(t: np.ndarray) -> np.ndarray:  # [B, L, D] -> [B, H, L, d]
+        return t.reshape(2, length, heads, units // heads).transpose(0, 2, 1, 3)
+
+    q = split(layer.query(x).numpy())
+    k = split(layer.key(x).numpy())
+    v = split(layer.value(x).numpy())
+    distance = np.arange(length)[None, :] - np.arange(length)[:, None]
+    index = np.clip(distance, -radius, 0 if unidirectional else radius) + radius
+    rel_k = layer.key_relative_embeddings.numpy()[:, index]  # [H, L, L, d]
+    rel_v = layer.value_relative_embeddings.numpy()[:, index]
+    logits = np.einsum("bhid,bhjd->bhij", q, k) + np.einsum("bhid,hijd->bhij", q, rel_k)
+    logits = logits / np.sqrt(units // heads) + mask.numpy() * -1e9
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    attended = np.einsum("bhij,bhjd->bhid", weights, v) + np.einsum("bhij,hijd->bhid", weights, rel_v)
+    expected = layer.output_dense(attended.transpose(0, 2, 1, 3).reshape(2, length, units)).numpy()
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-5)

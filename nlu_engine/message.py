@@ -108,6 +108,31 @@ class Message:
         """Add features; a featurizer never overwrites another's."""
         self.features.append(features)
 
+    def full_retrieval_intent_name(self) -> str | None:
+        """``faq/ask_name`` when the intent is a retrieval intent, else None.
+
+        As Rasa's ``_update_full_retrieval_intent``: when the intent is one of the response
+        selector's ``all_retrieval_intents``, the response key its selector picked (the selector
+        trained for that intent, else the ``default`` one; Rasa gives None there). Ours takes
+        the best-ranked key of that intent, so the name always agrees with the intent. Without
+        a selection, a gold ``intent_response_key`` of this intent.
+        """
+        intent = self.intent
+        if not intent:
+            return None
+        selector = self.response_selector or {}
+        if intent in selector.get("all_retrieval_intents", []):
+            for name in (intent, "default"):
+                ranking = (selector.get(name) or {}).get("ranking") or []
+                for entry in ranking:
+                    key = entry.get("intent_response_key")
+                    if isinstance(key, str) and key.startswith(intent + "/"):
+                        return key
+        key = self.intent_response_key
+        if key and key.startswith(intent + "/"):
+            return key
+        return None
+
     def as_parse_result(self) -> dict[str, Any]:
         """Rasa's ``/model/parse`` JSON for this message."""
         result: dict[str, Any] = {
@@ -117,8 +142,9 @@ class Message:
             "text_tokens": [[t.start, t.end] for t in self.tokens.get(TEXT, [])],
             "intent_ranking": [dict(r) for r in self.intent_ranking],
         }
-        if self.intent_response_key and self.intent and "/" in self.intent_response_key:
-            result["intent"]["full_retrieval_intent_name"] = self.intent_response_key
+        full_name = self.full_retrieval_intent_name()
+        if full_name:
+            result["intent"]["full_retrieval_intent_name"] = full_name
         if self.response_selector is not None:
             result["response_selector"] = self.response_selector
         return result

@@ -37,6 +37,7 @@ COMPONENTS: dict[str, str] = {
     "SklearnIntentClassifier": "nlu_engine.classifiers.sklearn_intent:SklearnIntentClassifier",
     "DIETClassifier": "nlu_engine.classifiers.diet.component:DIETClassifier",
     "FallbackClassifier": "nlu_engine.classifiers.fallback:FallbackClassifier",
+    "ResponseSelector": "nlu_engine.classifiers.response_selector:ResponseSelector",
     # entity extractors and processors
     "RegexEntityExtractor": "nlu_engine.extractors.regex_entities:RegexEntityExtractor",
     "CRFEntityExtractor": "nlu_engine.extractors.crf_entity_extractor:CRFEntityExtractor",

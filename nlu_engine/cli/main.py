@@ -154,6 +154,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
         parse = Model.load(args.model).parse
     print("Type a message and press enter (Ctrl-D to quit; /json for the full JSON).")
     show_json = False
+    answered = False
     while True:
         try:
             text = input("> ")
@@ -166,7 +167,14 @@ def cmd_shell(args: argparse.Namespace) -> int:
             continue
         if not text.strip():
             continue
-        result = parse(text)
+        try:
+            result = parse(text)
+        except NLUError as error:
+            if not answered:  # nothing has worked yet (e.g. no server there): stop with the error
+                raise
+            print(f"error: {error}")  # the server went away mid-session: say so and keep going
+            continue
+        answered = True
         print(json.dumps(result, ensure_ascii=False, indent=2) if show_json else format_parse(result))
 
 
@@ -189,6 +197,9 @@ def cmd_data_convert(args: argparse.Namespace) -> int:
     from nlu_engine.training_data import load_data, write_data
 
     data = load_data(args.data)
+    if args.format == "json" and data.responses:
+        print(f"warning: Rasa's JSON format has no place for the {len(data.responses)} responses; "
+              "they are left out (keep them in a YAML file)", file=sys.stderr)
     write_data(data, Path(args.out), args.format)
     print(f"wrote {len(data.messages)} examples to {args.out}")
     return 0

@@ -21,7 +21,11 @@ from typing import Any
 from nlu_engine.errors import DataError
 from nlu_engine.message import Message
 from nlu_engine.training_data.annotations import synonyms_from_entities
-from nlu_engine.training_data.rasa_markdown import read_lookup_file, read_text_file
+from nlu_engine.training_data.rasa_markdown import (
+    read_lookup_file,
+    read_text_file,
+    split_retrieval_intent,
+)
 from nlu_engine.training_data.training_data import TrainingData
 
 ROOT_KEY = "rasa_nlu_data"
@@ -116,6 +120,9 @@ def _message(example: Any, where: str) -> Message:
     intent = example.get("intent") or None
     if intent is not None and not isinstance(intent, str):
         raise DataError(f"{where}: 'intent' must be a string")
+    response_key = None
+    if intent is not None:  # a retrieval intent "faq/ask_name" is intent "faq" (as in Rasa)
+        intent, response_key = split_retrieval_intent(intent, where)
     raw_entities = example.get("entities") or []
     if not isinstance(raw_entities, list):
         raise DataError(f"{where}: 'entities' must be a list")
@@ -146,7 +153,7 @@ def _message(example: Any, where: str) -> Message:
         intent=intent,
         entities=entities,
         metadata=metadata if isinstance(metadata, dict) else None,
-        intent_response_key=intent if intent and "/" in intent else None,
+        intent_response_key=response_key,
     )
 
 

@@ -50,6 +50,7 @@ def parse_rasa_markdown(
     data = TrainingData()
     section: str | None = None
     title = ""
+    intent, response_key = "", None
     lookups: dict[str, list[str]] = {}
     for number, raw in enumerate(content.splitlines(), start=1):
         line = raw.strip()
@@ -67,6 +68,8 @@ def parse_rasa_markdown(
                 )
             if section == "lookup":
                 lookups.setdefault(title, [])
+            if section == "intent":  # a retrieval intent "faq/ask_name" is intent "faq"
+                intent, response_key = split_retrieval_intent(title, where)
             continue
         item = _ITEM.match(line)
         if item is None:
@@ -83,7 +86,9 @@ def parse_rasa_markdown(
             )
         if section == "intent":
             plain, entities = parse_annotated(text, where)
-            data.messages.append(_message(plain, title, entities))
+            data.messages.append(
+                Message(plain, intent=intent, entities=entities, intent_response_key=response_key)
+            )
             data.synonyms.update(synonyms_from_entities(plain, entities))
         elif section == "synonym":
             data.synonyms[text] = title
@@ -95,13 +100,20 @@ def parse_rasa_markdown(
     return data
 
 
-def _message(text: str, intent: str, entities: list[dict]) -> Message:
-    return Message(
-        text=text,
-        intent=intent,
-        entities=entities,
-        intent_response_key=intent if "/" in intent else None,
-    )
+def split_retrieval_intent(name: str, where: str) -> tuple[str, str | None]:
+    """``(intent, intent_response_key)`` of an intent name, as Rasa stores them.
+
+    ``"faq/ask_name"`` (a retrieval intent) gives ``("faq", "faq/ask_name")``; ``"greet"`` gives
+    ``("greet", None)``. A name with an empty part or a second ``/`` is a DataError.
+    """
+    if "/" not in name:
+        return name, None
+    if name.count("/") > 1 or not all(name.split("/")):
+        raise DataError(
+            f"{where}: retrieval intent '{name}' must have the form "
+            "'intent/response_key' ('/' is reserved for that)"
+        )
+    return name.split("/", 1)[0], name
 
 
 def read_lookup_file(name: str, base_dir: Path | None, where: str) -> list[str]:

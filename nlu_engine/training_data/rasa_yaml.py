@@ -48,7 +48,7 @@ from nlu_engine.training_data.annotations import (
     synonyms_from_entities,
     to_annotated,
 )
-from nlu_engine.training_data.rasa_markdown import read_text_file
+from nlu_engine.training_data.rasa_markdown import read_text_file, split_retrieval_intent
 from nlu_engine.training_data.training_data import TrainingData
 
 KEY_NLU = "nlu"
@@ -190,11 +190,8 @@ class _Reader:
         examples: list[tuple[str, Any, int]],
         data: TrainingData,
     ) -> None:
-        if "/" in name and (name.count("/") > 1 or not all(name.split("/"))):
-            raise DataError(
-                f"{self.where(name_node)}: retrieval intent '{name}' must have the form "
-                "'intent/response_key' ('/' is reserved for that)"
-            )
+        # a retrieval intent "faq/ask_name" is intent "faq" with that response key (as in Rasa)
+        intent, response_key = split_retrieval_intent(name, self.where(name_node))
         intent_metadata = self.value(fields["metadata"]) if "metadata" in fields else None
         for text, example_metadata, line in examples:
             plain, entities = parse_annotated(text, f"{self.source}:{line}")
@@ -206,10 +203,10 @@ class _Reader:
             data.messages.append(
                 Message(
                     text=plain,
-                    intent=name,
+                    intent=intent,
                     entities=entities,
                     metadata=metadata or None,
-                    intent_response_key=name if "/" in name else None,
+                    intent_response_key=response_key,
                 )
             )
             data.synonyms.update(synonyms_from_entities(plain, entities))

@@ -99,7 +99,7 @@ def count(data: TrainingData) -> DataCounts:
                 per_group[str(entity["group"])] += 1
     return DataCounts(
         examples=len(data.messages),
-        intents=len(per_intent),
+        intents=len({m.intent for m in data.messages if m.intent}),
         entity_types=len(per_entity),
         entity_annotations=sum(per_entity.values()),
         synonyms=len(data.synonyms),

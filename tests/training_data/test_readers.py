@@ -81,7 +81,7 @@ def test_yaml_examples_and_entities():
         "what's your name?",
         "who are you",
     ]
-    assert data.intents == ["check_balance", "faq/ask_name", "greet", "travel"]
+    assert data.intents == ["check_balance", "faq", "greet", "travel"]
     travel = data.messages[2]
     assert travel.entities == [
         {"entity": "city", "start": 9, "end": 15, "value": "Berlin", "role": "departure"},
@@ -98,9 +98,10 @@ def test_yaml_metadata():
     assert data.messages[6].metadata is None
 
 
-def test_yaml_retrieval_intent_keeps_full_name():
+def test_yaml_retrieval_intent_as_rasa_stores_it():
+    # Rasa: intent "faq", intent_response_key "faq/ask_name"
     faq = parse_yaml(YAML_DATA).messages[7]
-    assert faq.intent == "faq/ask_name"
+    assert faq.intent == "faq"
     assert faq.intent_response_key == "faq/ask_name"
     assert parse_yaml(YAML_DATA).messages[0].intent_response_key is None
 
@@ -200,6 +201,26 @@ def test_yaml_bad_retrieval_intent_name():
         parse_rasa_yaml("nlu:\n- intent: faq/\n  examples: |\n    - x\n", "nlu.yml")
 
 
+@pytest.mark.parametrize("name", ["faq/", "/ask_name", "faq/ask/name"])
+def test_markdown_and_json_bad_retrieval_intent_name(name):
+    with pytest.raises(DataError, match=r"^nlu\.md:1: .*intent/response_key"):
+        parse_rasa_markdown(f"## intent:{name}\n- x\n", "nlu.md")
+    bad = {"rasa_nlu_data": {"common_examples": [{"text": "x", "intent": name}]}}
+    with pytest.raises(DataError, match=r"common_examples\[0\].*intent/response_key"):
+        parse_rasa_json(json.dumps(bad), "nlu.json")
+
+
+def test_retrieval_intents_written_back_with_full_name(tmp_path):
+    # read: intent "faq" + key "faq/ask_name"; written: "faq/ask_name" in every format
+    data = parse_yaml(YAML_DATA)
+    for suffix in ("yml", "json"):
+        again = load_data(write_data(data, tmp_path / f"out.{suffix}"))
+        faq = [m for m in again.messages if m.intent_response_key]
+        assert [(m.intent, m.intent_response_key) for m in faq] == [
+            ("faq", "faq/ask_name"), ("faq", "faq/ask_name")
+        ]
+
+
 def test_yaml_line_without_dash_is_skipped_with_warning():
     content = "nlu:\n- intent: greet\n  examples: |\n    - hi\n    hello\n"
     with pytest.warns(UserWarning, match=r"nlu\.yml:5: ignored line 'hello'"):
@@ -239,7 +260,7 @@ def test_markdown_sections():
         ("hey", "greet"),
         ("hello there", "greet"),
         ("good morning", "greet"),
-        ("what's your name", "faq/ask_name"),
+        ("what's your name", "faq"),
         ("I live in LA now", "move"),
     ]
     assert data.messages[1].entities == [{"entity": "who", "start": 6, "end": 11, "value": "there"}]
@@ -311,7 +332,7 @@ JSON_DATA = {
 
 def test_json_reader():
     data = parse_rasa_json(json.dumps(JSON_DATA), "nlu.json")
-    assert [m.intent for m in data.messages] == ["greet", "travel", "move", "faq/ask_name"]
+    assert [m.intent for m in data.messages] == ["greet", "travel", "move", "faq"]
     assert data.messages[1].entities == [
         {"entity": "city", "start": 7, "end": 13, "value": "Berlin", "role": "destination"}
     ]
@@ -428,7 +449,7 @@ def test_load_directory_mixed_formats(tmp_path):
     # sorted order: a.md, b/nlu.yml, c.json (domain/config/README/package.json add no examples)
     assert [m.text for m in data.messages][:2] == ["m", "y"]
     assert data.intents == sorted(["md_intent", "yaml_intent", "greet", "travel", "move",
-                                   "faq/ask_name"])
+                                   "faq"])
     assert data.responses == {"utter_hi": [{"text": "hi"}]}
     assert data.regex_features == [{"name": "zipcode", "pattern": "[0-9]{5}"}]
 

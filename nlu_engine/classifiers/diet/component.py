@@ -83,6 +83,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         dense_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
         concat_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
         number_of_negative_examples: int = 20,
+        use_all_labels_as_negatives: bool = False,
         similarity_type: Literal["auto", "inner", "cosine"] = "auto",
         loss_type: Literal["cross_entropy", "softmax", "margin"] = "cross_entropy",
         ranking_length: int = 10,
@@ -136,6 +137,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.dense_dimension = dense_dimension
         self.concat_dimension = concat_dimension
         self.number_of_negative_examples = number_of_negative_examples
+        self.use_all_labels_as_negatives = use_all_labels_as_negatives
         self.similarity_type = similarity_type
         self.loss_type = loss_type
         self.ranking_length = ranking_length

@@ -251,10 +251,18 @@ class DIETNetwork(keras.Model):
             all_labels = self.all_label_embeddings(training)  # [N, E]
             text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             ids = batch["label_ids"]  # [B]
-            labels = tf.gather(all_labels, ids)  # [B, E]
-            loss, acc = self.intent_loss(
-                text, labels, ids, all_labels, tf.range(tf.shape(all_labels)[0], dtype=tf.int32)
-            )
+            if self.p["use_all_labels_as_negatives"]:
+                # the objective of prediction itself: softmax over every intent
+                sims = similarity(text[:, None, :], all_labels[None], self.intent_loss.similarity_type)
+                loss = tf.reduce_mean(
+                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=sims)
+                )  # sims [B, N]
+                acc = tf.reduce_mean(tf.cast(tf.argmax(sims, -1, output_type=tf.int32) == ids, tf.float32))
+            else:
+                labels = tf.gather(all_labels, ids)  # [B, E]
+                loss, acc = self.intent_loss(
+                    text, labels, ids, all_labels, tf.range(tf.shape(all_labels)[0], dtype=tf.int32)
+                )
             out["i_loss"], out["i_acc"] = loss, acc
             total += loss
         h_tokens = h[:, :max_len]  # [B, T, U]

@@ -230,7 +230,8 @@ def fit(
 
     history: dict[str, Any] = {"epochs": [], "evaluations": []}
     best_score, best_weights, best_epoch, since_best = -1.0, None, -1, 0
-    bar = tqdm(range(epochs), desc="DIET epochs", file=sys.stderr, disable=not component.show_progress,
+    bar = tqdm(range(epochs), desc=f"{component.component_name()} epochs", file=sys.stderr,
+               disable=not component.show_progress,
                dynamic_ncols=True)
     global_step = 0
     for epoch in bar:

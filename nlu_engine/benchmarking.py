@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -110,7 +111,9 @@ def _latencies(model: Any, texts: list[str]) -> dict[str, float]:
     }
 
 
-def benchmark_fold(config: TrainingConfig, fold: int | str, extra: list[str]) -> dict[str, Any]:
+def benchmark_fold(
+    config: TrainingConfig, fold: int | str, extra: list[str], keep_models: Path | None = None
+) -> dict[str, Any]:
     from nlu_engine.evaluation import evaluate
     from nlu_engine.model import Model
     from nlu_engine.training_data import load_data
@@ -120,6 +123,9 @@ def benchmark_fold(config: TrainingConfig, fold: int | str, extra: list[str]) ->
         archive, wall, peak_mb = _train_subprocess(config, train_path, Path(tmp), extra)
         size_mb = archive.stat().st_size / 1e6
         model = Model.load(archive)
+        if keep_models is not None:  # e.g. for the server benchmark
+            keep_models.mkdir(parents=True, exist_ok=True)
+            shutil.copy(archive, keep_models / f"{config.name}{fold}.tar.gz")
     test = load_data(test_path)
     texts = [m.text for m in test.messages]
     predictions = model.parse_batch(texts)
@@ -208,14 +214,16 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def run(config_path: Path, out: Path, folds: list[str] | None, extra: list[str]) -> list[dict[str, Any]]:
+def run(
+    config_path: Path, out: Path, folds: list[str] | None, extra: list[str], keep_models: bool = False
+) -> list[dict[str, Any]]:
     config = read_training_config(config_path)
     selected = [f for f in config.folds if folds is None or str(f) in folds]
     rows = []
     out.mkdir(parents=True, exist_ok=True)
     machine = {"cores": os.cpu_count(), "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d")}
     for fold in selected:
-        row = benchmark_fold(config, fold, extra)
+        row = benchmark_fold(config, fold, extra, out / "models" if keep_models else None)
         rows.append(row)
         print(markdown_rows([row], header=len(rows) == 1), flush=True)
     result = {"config": str(config_path), "machine": machine, "rows": rows, "summary": summarize(rows)}

@@ -316,6 +316,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         label_features = self._label_features(examples)
         encoded = self._encode(examples, with_targets=True)
         self.network_, self.history_ = fit(self, params, encoded, label_features)
+        # weights are stored as float16 (half the archive); rounding them now keeps predictions
+        # identical before and after saving
+        self.network_.set_weights([_half(w) for w in self.network_.get_weights()])
         self._build_predict()
 
     def _seed(self) -> None:
@@ -399,7 +402,11 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     # --- persistence ----------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
         weights = self.network_.get_weights()
-        np.savez(directory / "weights.npz", **{f"w{i:04d}": w for i, w in enumerate(weights)})
+        stored = {
+            f"w{i:04d}": w.astype(np.float16) if w.dtype == np.float32 else w
+            for i, w in enumerate(weights)
+        }
+        np.savez_compressed(directory / "weights.npz", **stored)
         np.savez(directory / "label_features.npz", label_features=self.network_.spec.label_features)
         state = {
             "intents": self.intents_,
@@ -428,6 +435,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             label_features = f["label_features"]
         with np.load(directory / "weights.npz", allow_pickle=False) as f:
             weights = [f[f"w{i:04d}"] for i in range(len(f.files))]
+        weights = [w.astype(np.float32) if w.dtype == np.float16 else w for w in weights]
         component.network_ = build_network(component, component.network_params(), label_features)
         expected = [list(w.shape) for w in component.network_.get_weights()]
         if expected != [list(w.shape) for w in weights]:
@@ -436,3 +444,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         component._build_predict()
         return component
 
+
+def _half(weights: np.ndarray) -> np.ndarray:
+    """float32 values rounded to float16 precision (other dtypes unchanged)."""
+    if weights.dtype != np.float32:
+        return weights
+    return weights.astype(np.float16).astype(np.float32)

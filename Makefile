@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-slow lint benchmark clean
+.PHONY: install demo test test-deps test-slow lint clean
 
 install: $(STAMP)
 
@@ -23,8 +23,13 @@ demo: install
 	printf '%s\n' "hi there" "book a table for two in Berlin tomorrow" "what's the weather in paris" "thanks, bye" \
 	  | $(BIN)/nlu-engine parse -m models/demo.tar.gz
 
-test: install
+test: install test-deps
 	$(BIN)/python -m pytest -q
+
+# headless Chromium for the HTML report test (Debian package; the test is skipped without it)
+test-deps:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "chromium could not be installed: the HTML report test will be skipped"
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow

@@ -1,0 +1,740 @@
+"""Intent and entity metrics, and the report files of ``nlu-engine test``.
+
+Everything here is a pure function over gold ``Message`` objects (``intent`` and ``entities``
+hold the annotations) and parse results (Rasa's ``/model/parse`` JSON, one dict per message, in
+the same order). Only ``write_reports`` touches the disk, and it imports matplotlib only when
+plots are asked for.
+
+Intents (as Rasa's ``rasa test nlu``):
+    Examples without a gold intent are left out. A missing prediction (``None``) is the label
+    ``""``. ``intent_report.json`` is scikit-learn's ``classification_report`` dict over the gold
+    intents (per intent ``precision``, ``recall``, ``f1-score``, ``support``), ``accuracy``
+    (always; over all evaluated examples), ``micro avg`` (only when a predicted label is no gold
+    intent, as scikit-learn does), ``macro avg`` and ``weighted avg`` (over the gold intents),
+    and per intent ``confused_with``: the up to three most frequent wrong predictions with their
+    counts (Rasa's rule: the three largest cells of the intent's confusion-matrix row, the
+    diagonal included, then the diagonal dropped).
+
+Entities, per extractor (the ``extractor`` field of each predicted entity):
+    * token level (Rasa): each token of the parse result's ``text_tokens`` gets the label of the
+      entity overlapping it most (``type``, or ``type#group#role`` when those are set), else
+      ``no_entity``; the report is ``classification_report`` over all tokens with the labels of
+      the gold tokens other than ``no_entity`` (so its averages leave ``no_entity`` out, and it
+      has a ``micro avg`` instead of ``accuracy``), plus ``confused_with``.
+    * ``span_exact`` (conlleval): a predicted entity is correct when an unmatched gold entity has
+      the same type and exactly the same character span.
+    * ``span_overlap`` (HERMIT, as the DIET paper scores NLU-Evaluation-Data): a predicted entity
+      is correct when it is matched to a gold entity of the same type whose character span
+      overlaps it; each gold and each predicted entity is matched at most once (a maximum
+      matching, per message and type).
+    Span reports list every type seen in gold or predictions with ``precision``, ``recall``,
+    ``f1-score``, ``support`` (gold count), ``predicted`` and ``correct``; ``micro avg`` pools the
+    counts, ``macro avg`` averages over the types that have gold entities.
+
+Zero divided by zero is 0.0 everywhere (scikit-learn's default). F1 is ``2·correct / (gold +
+predicted)``, which equals the harmonic mean of precision and recall.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from nlu_engine.message import Message
+
+NO_ENTITY = "no_entity"
+NO_ENTITY_TAG = "O"
+#: extractors whose entities Rasa leaves out of the evaluation (they are not trained on the data)
+PRETRAINED_EXTRACTORS = frozenset({"DucklingEntityExtractor", "SpacyEntityExtractor"})
+#: components that change entities but do not find them
+ENTITY_PROCESSORS = frozenset({"EntitySynonymMapper", "ResponseSelector"})
+UNKNOWN_EXTRACTOR = "unknown_extractor"
+AVERAGES = ("accuracy", "micro avg", "macro avg", "weighted avg")
+SPAN_EXACT = "span_exact"
+SPAN_OVERLAP = "span_overlap"
+
+#: (type, start, end) with ``end`` exclusive
+Span = tuple[str, int, int]
+
+
+# --- counting ----------------------------------------------------------------------------------
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else 0.0
+
+
+def prf(correct: int, gold: int, predicted: int) -> dict[str, float]:
+    """``precision``, ``recall`` and ``f1-score`` from counts (0.0 when undefined)."""
+    return {
+        "precision": _ratio(correct, predicted),
+        "recall": _ratio(correct, gold),
+        "f1-score": _ratio(2 * correct, gold + predicted),
+    }
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values) if values else 0.0
+
+
+def classification_report(
+    targets: Sequence[str], predictions: Sequence[str], labels: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """scikit-learn's ``classification_report(..., output_dict=True)``, in plain Python.
+
+    ``labels`` defaults to every label in targets or predictions (sorted). When the labels do not
+    cover every label that occurs, the report has ``micro avg`` instead of ``accuracy``. An empty
+    label list gives ``{}``.
+    """
+    if len(targets) != len(predictions):
+        raise ValueError(f"{len(targets)} targets but {len(predictions)} predictions")
+    present = set(targets) | set(predictions)
+    chosen = sorted(present) if labels is None else list(labels)
+    if not chosen or not targets:
+        return {}
+    gold_counts = Counter(targets)
+    predicted_counts = Counter(predictions)
+    correct_counts = Counter(t for t, p in zip(targets, predictions, strict=True) if t == p)
+    report: dict[str, Any] = {}
+    for label in chosen:
+        report[label] = {
+            **prf(correct_counts[label], gold_counts[label], predicted_counts[label]),
+            "support": gold_counts[label],
+        }
+    rows = [report[label] for label in chosen]
+    support = sum(row["support"] for row in rows)
+    correct = sum(correct_counts[label] for label in chosen)
+    predicted = sum(predicted_counts[label] for label in chosen)
+    if set(chosen) >= present:
+        report["accuracy"] = _ratio(correct, len(targets))
+    else:
+        report["micro avg"] = {**prf(correct, support, predicted), "support": support}
+    report["macro avg"] = {
+        **{key: _mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
+        "support": support,
+    }
+    report["weighted avg"] = {
+        **{
+            key: _ratio(math.fsum(row[key] * row["support"] for row in rows), support)
+            for key in ("precision", "recall", "f1-score")
+        },
+        "support": support,
+    }
+    return report
+
+
+def confusion_matrix(
+    targets: Sequence[str], predictions: Sequence[str], labels: Sequence[str] | None = None
+) -> tuple[list[str], list[list[int]]]:
+    """``(labels, matrix)``: ``matrix[i][j]`` counts gold ``labels[i]`` predicted as ``labels[j]``.
+
+    Labels default to every label in targets or predictions, sorted.
+    """
+    chosen = sorted(set(targets) | set(predictions)) if labels is None else list(labels)
+    index = {label: i for i, label in enumerate(chosen)}
+    matrix = [[0] * len(chosen) for _ in chosen]
+    for target, prediction in zip(targets, predictions, strict=True):
+        if target in index and prediction in index:
+            matrix[index[target]][index[prediction]] += 1
+    return chosen, matrix
+
+
+def add_confused_with(
+    report: dict[str, Any],
+    labels: Sequence[str],
+    matrix: Sequence[Sequence[int]],
+    exclude: Iterable[str] = (),
+    candidates: int = 3,
+) -> dict[str, Any]:
+    """Add Rasa's ``confused_with`` to each label row of ``report`` (in place; also returned).
+
+    Per label: the ``candidates`` largest cells of its row (ties by label name), keeping those
+    that are another label, not excluded, with a count above zero.
+    """
+    excluded = set(exclude)
+    n = min(candidates, len(labels))
+    for i, label in enumerate(labels):
+        row = report.get(label)
+        if label in excluded or not isinstance(row, dict):
+            continue
+        order = sorted(range(len(labels)), key=lambda j, r=matrix[i]: (-r[j], labels[j]))[:n]
+        row["confused_with"] = {
+            labels[j]: int(matrix[i][j])
+            for j in order
+            if j != i and labels[j] not in excluded and matrix[i][j] > 0
+        }
+    return report
+
+
+def most_confused_pairs(
+    labels: Sequence[str], matrix: Sequence[Sequence[int]], limit: int = 20
+) -> list[dict[str, Any]]:
+    """The largest off-diagonal cells: ``[{gold, predicted, count, share}]``, most frequent first.
+
+    ``share`` is the count over the gold label's number of examples.
+    """
+    pairs = []
+    for i, gold in enumerate(labels):
+        total = sum(matrix[i])
+        for j, predicted in enumerate(labels):
+            if i != j and matrix[i][j] > 0:
+                pairs.append(
+                    {"gold": gold, "predicted": predicted, "count": int(matrix[i][j]),
+                     "share": _ratio(matrix[i][j], total)}
+                )
+    pairs.sort(key=lambda p: (-p["count"], p["gold"], p["predicted"]))
+    return pairs[:limit]
+
+
+# --- intents -----------------------------------------------------------------------------------
+def predicted_intent(result: Mapping[str, Any]) -> tuple[str | None, float]:
+    """``(name, confidence)`` of a parse result's intent (``(None, 0.0)`` when there is none)."""
+    intent = result.get("intent") or {}
+    name = intent.get("name")
+    confidence = intent.get("confidence")
+    return (str(name) if name is not None else None,
+            float(confidence) if isinstance(confidence, int | float) else 0.0)
+
+
+@dataclass
+class IntentEvaluation:
+    """The intent side of an evaluation."""
+
+    report: dict[str, Any]
+    labels: list[str]
+    matrix: list[list[int]]
+    errors: list[dict[str, Any]]
+    successes: list[dict[str, Any]]
+    correct_confidences: list[float]
+    wrong_confidences: list[float]
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.errors) + len(self.successes)
+
+
+def _order_report(report: dict[str, Any]) -> dict[str, Any]:
+    labels = {k: v for k, v in report.items() if k not in AVERAGES}
+    return {**labels, **{k: report[k] for k in AVERAGES if k in report}}
+
+
+def evaluate_intents(
+    golds: Sequence[Message], results: Sequence[Mapping[str, Any]]
+) -> IntentEvaluation | None:
+    """Intent report, confusion matrix, errors and successes; None without gold intents."""
+    targets: list[str] = []
+    predictions: list[str] = []
+    errors: list[dict[str, Any]] = []
+    successes: list[dict[str, Any]] = []
+    correct_confidences: list[float] = []
+    wrong_confidences: list[float] = []
+    for gold, result in zip(golds, results, strict=True):
+        if not gold.intent:
+            continue
+        name, confidence = predicted_intent(result)
+        targets.append(gold.intent)
+        predictions.append(name if name is not None else "")
+        row = {"text": gold.text, "intent": gold.intent,
+               "intent_prediction": {"name": name, "confidence": confidence}}
+        if name == gold.intent:
+            successes.append(row)
+            correct_confidences.append(confidence)
+        else:
+            errors.append(row)
+            wrong_confidences.append(confidence)
+    if not targets:
+        return None
+    report = classification_report(targets, predictions, sorted(set(targets)))
+    report.setdefault("accuracy", _ratio(len(successes), len(targets)))
+    labels, matrix = confusion_matrix(targets, predictions)
+    add_confused_with(report, labels, matrix)
+    return IntentEvaluation(
+        report=_order_report(report), labels=labels, matrix=matrix, errors=errors,
+        successes=successes, correct_confidences=correct_confidences,
+        wrong_confidences=wrong_confidences,
+    )
+
+
+# --- tokens and entity labels ------------------------------------------------------------------
+def result_tokens(result: Mapping[str, Any]) -> list[tuple[int, int]]:
+    """Token character spans of a parse result (``text_tokens``; whitespace split without it)."""
+    spans = result.get("text_tokens")
+    if spans is not None:
+        return [(int(start), int(end)) for start, end in spans]
+    return [(m.start(), m.end()) for m in re.finditer(r"\S+", str(result.get("text", "")))]
+
+
+def _attribute_label(token: tuple[int, int], entities: Sequence[Mapping[str, Any]], key: str) -> str:
+    best: Mapping[str, Any] | None = None
+    best_overlap = 0
+    for entity in entities:
+        overlap = min(token[1], int(entity["end"])) - max(token[0], int(entity["start"]))
+        if overlap > best_overlap:
+            best, best_overlap = entity, overlap
+    if best is None or best.get(key) in (None, ""):
+        return NO_ENTITY_TAG
+    return str(best[key])
+
+
+def token_labels(
+    tokens: Sequence[tuple[int, int]], entities: Sequence[Mapping[str, Any]]
+) -> list[str]:
+    """Rasa's label per token: the entity overlapping it most (the first on a tie) as
+    ``type[#group][#role]``, or ``no_entity``."""
+    labels = []
+    for token in tokens:
+        parts = [_attribute_label(token, entities, key) for key in ("entity", "group", "role")]
+        parts = [part for part in parts if part != NO_ENTITY_TAG]
+        labels.append("#".join(parts) if parts else NO_ENTITY)
+    return labels
+
+
+# --- spans -------------------------------------------------------------------------------------
+_PREFIXES = {"B": "B", "I": "I", "L": "E", "E": "E", "U": "S", "S": "S"}
+
+
+def _split_tag(tag: str) -> tuple[str, str]:
+    if tag in (NO_ENTITY_TAG, NO_ENTITY, ""):
+        return "O", ""
+    if len(tag) > 2 and tag[1] == "-" and tag[0] in _PREFIXES:
+        return _PREFIXES[tag[0]], tag[2:]
+    return "I", tag  # IO tags: a plain type name is inside an entity of that type
+
+
+def _chunk_ends(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    return (
+        prev_tag in ("E", "S")
+        or (prev_tag in ("B", "I") and tag in ("B", "S", "O"))
+        or (prev_tag != "O" and prev_type != type_)
+    )
+
+
+def _chunk_starts(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    return (
+        tag in ("B", "S")
+        or (prev_tag in ("E", "S", "O") and tag in ("E", "I"))
+        or (tag != "O" and prev_type != type_)
+    )
+
+
+def conlleval_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
+    """Entity chunks ``(type, first_token, last_token)`` read from tags by conlleval's rules.
+
+    Accepts BIO (``B-x``, ``I-x``), BILOU (``L-x``, ``U-x``), IOBES (``E-x``, ``S-x``) and IO tags
+    (a plain type name, as Rasa writes without BILOU); ``O`` and ``no_entity`` are outside. As in
+    conlleval, an ``I-``/``L-`` after ``O`` or after another type starts a chunk, a type change
+    ends one, and ``B-``/``U-`` always start one.
+    """
+    chunks: list[tuple[str, int, int]] = []
+    start: int | None = None
+    prev_tag, prev_type = "O", ""
+    for i, raw in enumerate([*tags, NO_ENTITY_TAG]):
+        tag, type_ = _split_tag(raw)
+        if start is not None and _chunk_ends(prev_tag, tag, prev_type, type_):
+            chunks.append((prev_type, start, i - 1))
+            start = None
+        if _chunk_starts(prev_tag, tag, prev_type, type_):
+            start = i
+        prev_tag, prev_type = tag, type_
+    return chunks
+
+
+def entity_spans(entities: Iterable[Mapping[str, Any]]) -> list[Span]:
+    """``(type, start, end)`` of each entity dict."""
+    return [(str(e["entity"]), int(e["start"]), int(e["end"])) for e in entities]
+
+
+def exact_matches(gold: Sequence[Span], predicted: Sequence[Span]) -> Counter[str]:
+    """Correct predictions per type: identical spans, each gold span used once."""
+    common = Counter(gold) & Counter(predicted)
+    counts: Counter[str] = Counter()
+    for (label, _, _), n in common.items():
+        counts[label] += n
+    return counts
+
+
+def overlap_matching(gold: Sequence[Span], predicted: Sequence[Span]) -> list[tuple[int, int]]:
+    """Pairs ``(gold_index, predicted_index)`` of same-type spans that overlap, each index used at
+    most once, as many pairs as possible (augmenting paths; preferring earlier spans)."""
+    def overlaps(a: Span, b: Span) -> bool:
+        return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+    by_position = sorted(range(len(predicted)), key=lambda j: predicted[j][1:])
+    options = [[j for j in by_position if overlaps(g, predicted[j])] for g in gold]
+    owner: dict[int, int] = {}
+
+    def assign(i: int, seen: set[int]) -> bool:
+        for j in options[i]:
+            if j in seen:
+                continue
+            seen.add(j)
+            if j not in owner or assign(owner[j], seen):
+                owner[j] = i
+                return True
+        return False
+
+    for i in sorted(range(len(gold)), key=lambda i: gold[i][1:]):
+        assign(i, set())
+    return sorted((i, j) for j, i in owner.items())
+
+
+def overlap_matches(gold: Sequence[Span], predicted: Sequence[Span]) -> Counter[str]:
+    """Correct predictions per type under overlap matching."""
+    return Counter(gold[i][0] for i, _ in overlap_matching(gold, predicted))
+
+
+def span_report(
+    gold: Sequence[Sequence[Span]], predicted: Sequence[Sequence[Span]], mode: str = "exact"
+) -> dict[str, Any]:
+    """Per-type and averaged scores over messages (``mode`` ``"exact"`` or ``"overlap"``)."""
+    if mode not in ("exact", "overlap"):
+        raise ValueError(f"mode must be 'exact' or 'overlap', not {mode!r}")
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold messages but {len(predicted)} predicted")
+    match = exact_matches if mode == "exact" else overlap_matches
+    gold_counts: Counter[str] = Counter()
+    predicted_counts: Counter[str] = Counter()
+    correct_counts: Counter[str] = Counter()
+    for gold_spans, predicted_spans in zip(gold, predicted, strict=True):
+        gold_counts.update(s[0] for s in gold_spans)
+        predicted_counts.update(s[0] for s in predicted_spans)
+        correct_counts.update(match(gold_spans, predicted_spans))
+    report: dict[str, Any] = {}
+    for label in sorted(set(gold_counts) | set(predicted_counts)):
+        report[label] = {
+            **prf(correct_counts[label], gold_counts[label], predicted_counts[label]),
+            "support": gold_counts[label],
+            "predicted": predicted_counts[label],
+            "correct": correct_counts[label],
+        }
+    total_gold, total_predicted = sum(gold_counts.values()), sum(predicted_counts.values())
+    total_correct = sum(correct_counts.values())
+    report["micro avg"] = {
+        **prf(total_correct, total_gold, total_predicted),
+        "support": total_gold, "predicted": total_predicted, "correct": total_correct,
+    }
+    rows = [report[label] for label in sorted(gold_counts)]
+    report["macro avg"] = {
+        **{key: _mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
+        "support": total_gold,
+    }
+    return report
+
+
+def chunk_report(
+    gold_tags: Sequence[Sequence[str]], predicted_tags: Sequence[Sequence[str]]
+) -> dict[str, Any]:
+    """conlleval's scores over tag sequences (one per sentence): exact chunks of token indices."""
+    def spans(tags: Sequence[str]) -> list[Span]:
+        return [(label, first, last + 1) for label, first, last in conlleval_spans(tags)]
+
+    return span_report([spans(t) for t in gold_tags], [spans(t) for t in predicted_tags], "exact")
+
+
+# --- entities ----------------------------------------------------------------------------------
+def entity_extractor(entity: Mapping[str, Any]) -> str:
+    return str(entity.get("extractor") or UNKNOWN_EXTRACTOR)
+
+
+def _entity_key(entity: Mapping[str, Any]) -> tuple[str, int, int, str, str]:
+    return (str(entity["entity"]), int(entity["start"]), int(entity["end"]),
+            str(entity.get("role") or ""), str(entity.get("group") or ""))
+
+
+@dataclass
+class EntityEvaluation:
+    """The entity scores of one extractor."""
+
+    extractor: str
+    report: dict[str, Any]
+    labels: list[str]
+    matrix: list[list[int]]
+    errors: list[dict[str, Any]]
+    successes: list[dict[str, Any]]
+    correct_confidences: list[float] = field(default_factory=list)
+    wrong_confidences: list[float] = field(default_factory=list)
+
+
+def evaluate_entities(
+    golds: Sequence[Message], results: Sequence[Mapping[str, Any]], extractor: str
+) -> EntityEvaluation:
+    """Token-level, exact-span and overlap-span reports of one extractor over all messages.
+
+    A message is an error when its predicted entities (type, span, role, group) differ from the
+    gold ones.
+    """
+    targets: list[str] = []
+    predictions: list[str] = []
+    gold_spans: list[list[Span]] = []
+    predicted_spans: list[list[Span]] = []
+    errors: list[dict[str, Any]] = []
+    successes: list[dict[str, Any]] = []
+    correct_confidences: list[float] = []
+    wrong_confidences: list[float] = []
+    for gold, result in zip(golds, results, strict=True):
+        predicted = [e for e in result.get("entities") or [] if entity_extractor(e) == extractor]
+        tokens = result_tokens(result)
+        targets.extend(token_labels(tokens, gold.entities))
+        predictions.extend(token_labels(tokens, predicted))
+        gold_spans.append(entity_spans(gold.entities))
+        predicted_spans.append(entity_spans(predicted))
+        gold_keys = Counter(_entity_key(e) for e in gold.entities)
+        for entity in predicted:
+            confidence = entity.get("confidence_entity")
+            if isinstance(confidence, int | float):
+                key = _entity_key(entity)
+                if gold_keys[key] > 0:
+                    gold_keys[key] -= 1
+                    correct_confidences.append(float(confidence))
+                else:
+                    wrong_confidences.append(float(confidence))
+        row = {"text": gold.text, "entities": [dict(e) for e in gold.entities],
+               "predicted_entities": [dict(e) for e in predicted]}
+        same = sorted(map(_entity_key, gold.entities)) == sorted(map(_entity_key, predicted))
+        (successes if same else errors).append(row)
+    gold_labels = sorted(set(targets) - {NO_ENTITY})
+    report = classification_report(targets, predictions, gold_labels) if gold_labels else {}
+    labels, matrix = confusion_matrix(targets, predictions)
+    add_confused_with(report, labels, matrix, exclude=[NO_ENTITY])
+    report[SPAN_EXACT] = span_report(gold_spans, predicted_spans, "exact")
+    report[SPAN_OVERLAP] = span_report(gold_spans, predicted_spans, "overlap")
+    return EntityEvaluation(
+        extractor=extractor, report=report, labels=labels, matrix=matrix, errors=errors,
+        successes=successes, correct_confidences=correct_confidences,
+        wrong_confidences=wrong_confidences,
+    )
+
+
+# --- whole evaluation --------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Everything ``nlu-engine test`` reports for one set of predictions."""
+
+    num_examples: int
+    intent: IntentEvaluation | None
+    entities: dict[str, EntityEvaluation]
+
+    def summary(self) -> dict[str, Any]:
+        """The headline numbers (``summary.json``)."""
+        summary: dict[str, Any] = {"num_examples": self.num_examples, "intent": None, "entities": {}}
+        if self.intent is not None:
+            report = self.intent.report
+            summary["intent"] = {
+                "num_examples": self.intent.num_examples,
+                "num_errors": len(self.intent.errors),
+                "accuracy": report["accuracy"],
+                "macro_precision": report["macro avg"]["precision"],
+                "macro_recall": report["macro avg"]["recall"],
+                "macro_f1": report["macro avg"]["f1-score"],
+                "weighted_f1": report["weighted avg"]["f1-score"],
+            }
+        for name, entity in self.entities.items():
+            report = entity.report
+            token = report.get("micro avg") or report.get("accuracy")
+            exact, overlap = report[SPAN_EXACT], report[SPAN_OVERLAP]
+            summary["entities"][name] = {
+                "num_gold": exact["micro avg"]["support"],
+                "num_predicted": exact["micro avg"]["predicted"],
+                "num_errors": len(entity.errors),
+                "token_micro_f1": token["f1-score"] if isinstance(token, dict) else token or 0.0,
+                "token_macro_f1": report["macro avg"]["f1-score"] if "macro avg" in report else 0.0,
+                **{f"exact_{k}": exact["micro avg"][m] for k, m in _PRF},
+                "exact_macro_f1": exact["macro avg"]["f1-score"],
+                **{f"overlap_{k}": overlap["micro avg"][m] for k, m in _PRF},
+                "overlap_macro_f1": overlap["macro avg"]["f1-score"],
+            }
+        return summary
+
+
+_PRF = (("precision", "precision"), ("recall", "recall"), ("f1", "f1-score"))
+
+
+def extractors_in(results: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Extractor names of the predicted entities, sorted."""
+    return sorted({entity_extractor(e) for r in results for e in r.get("entities") or []})
+
+
+def evaluate(
+    golds: Sequence[Message],
+    results: Sequence[Mapping[str, Any]],
+    extractors: Iterable[str] | None = None,
+) -> Evaluation:
+    """Score parse results against gold messages (same order).
+
+    ``extractors``: the entity extractors to report (default: those found in the predictions,
+    without Rasa's pre-trained ones). Extractors are reported when some message has gold entities
+    or the extractor predicted some.
+    """
+    if len(golds) != len(results):
+        raise ValueError(f"{len(golds)} gold messages but {len(results)} parse results")
+    names = set(extractors) if extractors is not None else set(extractors_in(results))
+    names -= PRETRAINED_EXTRACTORS | ENTITY_PROCESSORS
+    has_gold_entities = any(m.entities for m in golds)
+    predicted_by = set(extractors_in(results))
+    entities = {
+        name: evaluate_entities(golds, results, name)
+        for name in sorted(names)
+        if has_gold_entities or name in predicted_by
+    }
+    return Evaluation(num_examples=len(golds), intent=evaluate_intents(golds, results),
+                      entities=entities)
+
+
+# --- cross-validation --------------------------------------------------------------------------
+def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric headline metrics of a summary as ``{"intent accuracy": x, ...}``."""
+    flat: dict[str, float] = {}
+    intent = summary.get("intent")
+    if intent:
+        for key in ("accuracy", "macro_f1", "weighted_f1", "macro_precision", "macro_recall"):
+            flat[f"intent {key}"] = float(intent[key])
+    for name, scores in (summary.get("entities") or {}).items():
+        for key in ("token_micro_f1", "exact_f1", "exact_precision", "exact_recall", "overlap_f1"):
+            flat[f"{name} {key}"] = float(scores[key])
+    return flat
+
+
+def aggregate_folds(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{metric: {"mean", "std", "folds"}}`` over per-fold summaries (population std)."""
+    per_metric: dict[str, list[float]] = defaultdict(list)
+    for summary in summaries:
+        for key, value in flat_metrics(summary).items():
+            per_metric[key].append(value)
+    stats = {}
+    for key, values in per_metric.items():
+        mean = _mean(values)
+        std = math.sqrt(_mean([(v - mean) ** 2 for v in values]))
+        stats[key] = {"mean": mean, "std": std, "folds": values}
+    return stats
+
+
+# --- terminal text -----------------------------------------------------------------------------
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """A few lines for the terminal."""
+    lines = []
+    intent = summary.get("intent")
+    if intent:
+        lines.append(
+            f"Intents: accuracy {intent['accuracy']:.4f}, macro F1 {intent['macro_f1']:.4f}, "
+            f"weighted F1 {intent['weighted_f1']:.4f} ({intent['num_examples']} examples, "
+            f"{intent['num_errors']} errors)"
+        )
+    for name, scores in (summary.get("entities") or {}).items():
+        lines.append(
+            f"Entities ({name}): exact F1 {scores['exact_f1']:.4f} "
+            f"(P {scores['exact_precision']:.4f}, R {scores['exact_recall']:.4f}), "
+            f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
+            f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
+        )
+    if not lines:
+        lines.append("Nothing to evaluate: the data has no intents and no entities.")
+    return "\n".join(lines)
+
+
+def format_folds(stats: Mapping[str, Mapping[str, Any]]) -> str:
+    """``metric: mean ± std`` lines."""
+    width = max((len(k) for k in stats), default=0)
+    return "\n".join(
+        f"  {key:<{width}}  {value['mean']:.4f} ± {value['std']:.4f}" for key, value in stats.items()
+    )
+
+
+# --- files -------------------------------------------------------------------------------------
+def _dump(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_reports(
+    evaluation: Evaluation,
+    out: str | Path,
+    *,
+    errors: bool = True,
+    successes: bool = False,
+    plot: bool = True,
+    html: bool = True,
+    info: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the report files into ``out`` and return the summary written to ``summary.json``.
+
+    Files: ``intent_report.json``, ``intent_errors.json`` (unless ``errors`` is False),
+    ``intent_successes.json`` (with ``successes``), ``<Extractor>_report.json`` /
+    ``_errors.json`` / ``_successes.json``, ``summary.json``; with ``plot`` (needs matplotlib)
+    ``intent_confusion_matrix.png``, ``intent_histogram.png``, ``<Extractor>_confusion_matrix.png``
+    and ``<Extractor>_histogram.png``; with ``html`` ``index.html``. ``info`` (model, data,
+    timings, cross-validation...) is merged into the summary.
+    """
+    start = time.perf_counter()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    intent = evaluation.intent
+    if intent is not None:
+        _dump(folder / "intent_report.json", intent.report)
+        written.append("intent_report.json")
+        if errors:
+            _dump(folder / "intent_errors.json", intent.errors)
+            written.append("intent_errors.json")
+        if successes:
+            _dump(folder / "intent_successes.json", intent.successes)
+            written.append("intent_successes.json")
+    for name, entity in evaluation.entities.items():
+        _dump(folder / f"{name}_report.json", entity.report)
+        written.append(f"{name}_report.json")
+        if errors:
+            _dump(folder / f"{name}_errors.json", entity.errors)
+            written.append(f"{name}_errors.json")
+        if successes:
+            _dump(folder / f"{name}_successes.json", entity.successes)
+            written.append(f"{name}_successes.json")
+
+    images: list[tuple[str, Path]] = []
+    notices: list[str] = []
+    if plot:
+        from nlu_engine.reporting import plots
+
+        if not plots.available():
+            notices.append("plots skipped: matplotlib is not installed (pip install 'nlu-engine[plot]')")
+        else:
+            images = _plot_all(evaluation, folder)
+            written.extend(path.name for _, path in images)
+
+    summary = {**evaluation.summary(), **dict(info or {})}
+    summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
+    if notices:
+        summary["notices"] = notices
+    if html:
+        from nlu_engine.reporting.html import write_html_report
+
+        write_html_report(folder / "index.html", evaluation, summary, images)
+    summary.setdefault("timings", {})["report_seconds"] = round(time.perf_counter() - start, 3)
+    _dump(folder / "summary.json", summary)
+    return summary
+
+
+def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
+    from nlu_engine.reporting import plots
+
+    images: list[tuple[str, Path]] = []
+    intent = evaluation.intent
+    if intent is not None:
+        images.append(("Intent confusion matrix", plots.plot_confusion_matrix(
+            intent.labels, intent.matrix, folder / "intent_confusion_matrix.png",
+            title="Intent confusion matrix", axis_name="intent")))
+        images.append(("Intent prediction confidence", plots.plot_confidence_histogram(
+            intent.correct_confidences, intent.wrong_confidences, folder / "intent_histogram.png",
+            title="Intent prediction confidence")))
+    for name, entity in evaluation.entities.items():
+        if entity.labels:
+            images.append((f"{name}: token confusion matrix", plots.plot_confusion_matrix(
+                entity.labels, entity.matrix, folder / f"{name}_confusion_matrix.png",
+                title=f"{name}: entity confusion matrix (tokens)", axis_name="entity")))
+        if entity.correct_confidences or entity.wrong_confidences:
+            images.append((f"{name}: entity confidence", plots.plot_confidence_histogram(
+                entity.correct_confidences, entity.wrong_confidences,
+                folder / f"{name}_histogram.png", title=f"{name}: entity confidence")))
+    return images

@@ -1,0 +1,1 @@
+"""Plots and the HTML page of ``nlu-engine test`` (matplotlib is imported only when plotting)."""

@@ -1,0 +1,448 @@
+"""``results/index.html``: one self-contained page (no network, plots embedded as base64 PNG).
+
+Sections (each a ``<section>`` with a fixed id, so tests and users can link to them):
+``summary`` (headline numbers, cross-validation mean ± std, timings), ``confused-pairs`` (the
+most frequent gold → predicted intent confusions), ``intents`` (per-intent scores, sortable),
+``errors`` (intent errors with a search box; ``?q=words`` in the URL pre-fills it),
+``entities`` (per extractor: per-type token, exact-span and overlap-span scores and the entity
+errors, searchable) and ``plots``. When the page has loaded, ``<body>`` gets ``data-ready="1"``
+and ``data-images-loaded`` (the number of images that decoded).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nlu_engine.evaluation import Evaluation
+
+NONE_LABEL = "(none)"
+
+STYLE = """
+:root { --fg:#1d2125; --muted:#5c6670; --line:#dde1e5; --accent:#1c64b4; --bad:#c92a2a; --good:#2b8a3e; }
+* { box-sizing: border-box; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
+       margin: 0 auto; max-width: 1200px; padding: 0 20px 40px; }
+header { border-bottom: 1px solid var(--line); padding: 16px 0 8px; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
+.meta { color: var(--muted); margin: 2px 0; word-break: break-all; }
+nav a { margin-right: 14px; color: var(--accent); text-decoration: none; }
+.cards { display: flex; flex-wrap: wrap; gap: 10px; }
+.card { border: 1px solid var(--line); border-radius: 6px; padding: 8px 14px; min-width: 150px; }
+.card .value { font-size: 22px; font-weight: 600; }
+.card .label { color: var(--muted); font-size: 12px; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f4f6f8; position: sticky; top: 0; }
+table.sortable th { cursor: pointer; user-select: none; }
+table.sortable th:after { content: " \\2195"; color: #aab; font-size: 11px; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tfoot td { font-weight: 600; background: #fafbfc; }
+.low { color: var(--bad); } .high { color: var(--good); }
+.scroll { max-height: 560px; overflow: auto; border: 1px solid var(--line); border-radius: 4px; }
+input.filter { width: 360px; max-width: 100%; padding: 5px 8px; border: 1px solid #b8c0c8;
+               border-radius: 4px; }
+.count { color: var(--muted); margin-left: 10px; }
+figure { margin: 14px 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
+figcaption { color: var(--muted); font-size: 12px; }
+.ent { background: #e7f0fb; border-radius: 3px; padding: 0 3px; white-space: nowrap; }
+.notice { background: #fff4e6; border: 1px solid #ffd8a8; padding: 6px 10px; border-radius: 4px; }
+"""
+
+SCRIPT = """
+(function () {
+  function applyFilter(input) {
+    var table = document.getElementById(input.getAttribute("data-table"));
+    if (!table) return;
+    var terms = input.value.toLowerCase().split(/\\s+/).filter(function (t) { return t; });
+    var rows = table.tBodies[0].rows, shown = 0;
+    for (var i = 0; i < rows.length; i++) {
+      var text = rows[i].textContent.toLowerCase();
+      var ok = terms.every(function (t) { return text.indexOf(t) >= 0; });
+      rows[i].hidden = !ok;
+      if (ok) shown++;
+    }
+    var counter = document.getElementById(table.id + "-count");
+    if (counter) counter.textContent = shown + " of " + rows.length + " shown";
+  }
+  var inputs = document.querySelectorAll("input.filter");
+  for (var i = 0; i < inputs.length; i++) {
+    (function (input) {
+      input.addEventListener("input", function () { applyFilter(input); });
+      applyFilter(input);
+    })(inputs[i]);
+  }
+  var query = new URLSearchParams(window.location.search).get("q");
+  var search = document.getElementById("error-search");
+  if (query !== null && search) { search.value = query; applyFilter(search); }
+
+  function cellValue(row, index) {
+    var cell = row.cells[index];
+    return cell.hasAttribute("data-value") ? cell.getAttribute("data-value") : cell.textContent;
+  }
+  function sortBy(th) {
+    var table = th.closest("table"), body = table.tBodies[0];
+    var index = Array.prototype.indexOf.call(th.parentNode.children, th);
+    var ascending = th.getAttribute("data-order") !== "asc";
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = cellValue(a, index), y = cellValue(b, index);
+      var nx = parseFloat(x), ny = parseFloat(y);
+      var c = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+      return ascending ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+    th.setAttribute("data-order", ascending ? "asc" : "desc");
+  }
+  var headers = document.querySelectorAll("table.sortable thead th");
+  for (var j = 0; j < headers.length; j++) {
+    headers[j].addEventListener("click", function (event) { sortBy(event.currentTarget); });
+  }
+  function ready() {
+    var loaded = 0;
+    for (var k = 0; k < document.images.length; k++) {
+      if (document.images[k].complete && document.images[k].naturalWidth > 0) loaded++;
+    }
+    document.body.setAttribute("data-images-loaded", String(loaded));
+    document.body.setAttribute("data-ready", "1");
+  }
+  if (document.readyState === "complete") ready(); else window.addEventListener("load", ready);
+})();
+"""
+
+
+# --- small builders ----------------------------------------------------------------------------
+def esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def label_text(label: str | None) -> str:
+    return label if label else NONE_LABEL
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-") or "x"
+
+
+def num(value: Any, digits: int = 4, score: bool = True) -> str:
+    """A numeric cell (sortable by its exact value); a ``score`` below 0.5 is shown in red."""
+    if isinstance(value, float):
+        css = " low" if score and value < 0.5 else ""
+        return f'<td class="num{css}" data-value="{value!r}">{value:.{digits}f}</td>'
+    return f'<td class="num" data-value="{esc(value)}">{esc(value)}</td>'
+
+
+def table(
+    headers: Sequence[str],
+    rows: Iterable[str],
+    *,
+    table_id: str | None = None,
+    sortable: bool = False,
+    foot: Iterable[str] = (),
+    numeric_from: int = 1,
+    numeric_to: int | None = None,
+) -> str:
+    """A table from pre-rendered ``<tr>`` rows; header cells ``numeric_from`` to ``numeric_to``
+    (exclusive; default: the last) are right-aligned like their numbers."""
+    attrs = f' id="{esc(table_id)}"' if table_id else ""
+    attrs += ' class="sortable"' if sortable else ""
+    head = "".join(
+        f'<th class="num">{esc(h)}</th>'
+        if numeric_from <= i < (len(headers) if numeric_to is None else numeric_to)
+        else f"<th>{esc(h)}</th>"
+        for i, h in enumerate(headers)
+    )
+    foot_rows = "".join(foot)
+    foot_html = f"<tfoot>{foot_rows}</tfoot>" if foot_rows else ""
+    return (f"<table{attrs}><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody>"
+            f"{foot_html}</table>")
+
+
+def card(value: str, label: str) -> str:
+    return (f'<div class="card"><div class="value">{esc(value)}</div>'
+            f'<div class="label">{esc(label)}</div></div>')
+
+
+def search_box(table_id: str, input_id: str, placeholder: str) -> str:
+    return (f'<p><input type="search" class="filter" id="{esc(input_id)}" data-table="{esc(table_id)}" '
+            f'placeholder="{esc(placeholder)}" aria-label="{esc(placeholder)}">'
+            f'<span class="count" id="{esc(table_id)}-count"></span></p>')
+
+
+def image_tag(title: str, path: Path) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return (f'<figure><a href="{esc(Path(path).name)}" target="_blank">'
+            f'<img src="data:image/png;base64,{data}" alt="{esc(title)}"></a>'
+            f"<figcaption>{esc(title)} ({esc(Path(path).name)})</figcaption></figure>")
+
+
+def page(title: str, meta: Sequence[str], nav: Sequence[tuple[str, str]], body: str) -> str:
+    nav_html = "".join(f'<a href="#{esc(anchor)}">{esc(text)}</a>' for anchor, text in nav)
+    meta_html = "".join(f'<p class="meta">{m}</p>' for m in meta)
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head>\n<body>"
+        f"<header><h1>{esc(title)}</h1>{meta_html}<nav>{nav_html}</nav></header>\n"
+        f"{body}\n<footer><p class=\"meta\">nlu_engine · written {esc(time.strftime('%Y-%m-%d %H:%M:%S'))}"
+        f"</p></footer>\n<script>{SCRIPT}</script></body></html>\n"
+    )
+
+
+# --- the test report ---------------------------------------------------------------------------
+def _summary_section(summary: Mapping[str, Any]) -> str:
+    cards = []
+    intent = summary.get("intent")
+    if intent:
+        cards += [
+            card(f"{intent['accuracy']:.4f}", "intent accuracy"),
+            card(f"{intent['macro_f1']:.4f}", "intent macro F1"),
+            card(f"{intent['weighted_f1']:.4f}", "intent weighted F1"),
+            card(f"{intent['num_errors']} / {intent['num_examples']}", "intent errors / examples"),
+        ]
+    for name, scores in (summary.get("entities") or {}).items():
+        cards += [
+            card(f"{scores['exact_f1']:.4f}", f"{name}: entity exact F1"),
+            card(f"{scores['overlap_f1']:.4f}", f"{name}: entity overlap F1"),
+            card(f"{scores['token_micro_f1']:.4f}", f"{name}: entity token F1 (Rasa)"),
+        ]
+    parts = ['<section id="summary"><h2>Summary</h2>', f'<div class="cards">{"".join(cards)}</div>']
+    if not cards:
+        parts.append("<p>Nothing to evaluate: the data has no intents and no entities.</p>")
+    folds = summary.get("cross_validation")
+    if folds:
+        rows = [
+            f"<tr><td>{esc(key)}</td>{num(v['mean'])}{num(v['std'], score=False)}"
+            f"<td>{esc(', '.join(f'{x:.4f}' for x in v['folds']))}</td></tr>"
+            for key, v in folds.get("metrics", {}).items()
+        ]
+        parts.append(f"<h3>Cross-validation: {esc(folds.get('folds'))} folds (test folds)</h3>")
+        parts.append(table(["metric", "mean", "std", "per fold"], rows, table_id="folds"))
+    timings = summary.get("timings") or {}
+    if timings:
+        text = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in timings.items())
+        parts.append(f'<p class="meta">Timings: {esc(text)}</p>')
+    for notice in summary.get("notices") or []:
+        parts.append(f'<p class="notice">{esc(notice)}</p>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _confused_section(evaluation: Evaluation) -> str:
+    from nlu_engine.evaluation import most_confused_pairs
+
+    intent = evaluation.intent
+    if intent is None:
+        return ""
+    pairs = most_confused_pairs(intent.labels, intent.matrix, limit=25)
+    rows = [
+        f"<tr><td>{esc(p['gold'])}</td><td>{esc(label_text(p['predicted']))}</td>"
+        f"{num(p['count'])}{num(p['share'], 3, score=False)}</tr>"
+        for p in pairs
+    ]
+    body = (table(["true intent", "predicted as", "count", "share of true"], rows,
+                  table_id="confused-table", numeric_from=2)
+            if rows else "<p>No intent was confused with another.</p>")
+    return f'<section id="confused-pairs"><h2>Most confused intents</h2>{body}</section>'
+
+
+def _intent_section(evaluation: Evaluation) -> str:
+    from nlu_engine.evaluation import AVERAGES
+
+    intent = evaluation.intent
+    if intent is None:
+        return ""
+    report = intent.report
+    labels = sorted((k for k in report if k not in AVERAGES), key=lambda k: (report[k]["f1-score"], k))
+    rows = []
+    for label in labels:
+        row = report[label]
+        confused = ", ".join(f"{label_text(k)} ({v})" for k, v in row.get("confused_with", {}).items())
+        rows.append(f"<tr><td>{esc(label)}</td>{num(row['precision'])}{num(row['recall'])}"
+                    f"{num(row['f1-score'])}{num(row['support'])}<td>{esc(confused)}</td></tr>")
+    foot = [f'<tr><td>accuracy</td><td class="num" colspan="2"></td>{num(report["accuracy"])}'
+            f'{num(report["macro avg"]["support"])}<td></td></tr>']
+    for key in ("micro avg", "macro avg", "weighted avg"):
+        if key in report:
+            r = report[key]
+            foot.append(f"<tr><td>{key}</td>{num(r['precision'])}{num(r['recall'])}"
+                        f"{num(r['f1-score'])}{num(r['support'])}<td></td></tr>")
+    headers = ["intent", "precision", "recall", "F1", "support", "confused with"]
+    return ('<section id="intents"><h2>Intents</h2><p class="meta">Weakest first; click a column '
+            'to sort.</p><div class="scroll">'
+            + table(headers, rows, table_id="intent-table", sortable=True, foot=foot, numeric_to=5)
+            + "</div></section>")
+
+
+def _errors_section(evaluation: Evaluation) -> str:
+    intent = evaluation.intent
+    if intent is None:
+        return ""
+    errors = sorted(intent.errors, key=lambda e: -e["intent_prediction"]["confidence"])
+    rows = [
+        f"<tr><td>{esc(e['text'])}</td><td>{esc(e['intent'])}</td>"
+        f"<td>{esc(label_text(e['intent_prediction']['name']))}</td>"
+        f"{num(float(e['intent_prediction']['confidence']), 3, score=False)}</tr>"
+        for e in errors
+    ]
+    return ('<section id="errors"><h2>Intent errors</h2>'
+            f'<p class="meta">{len(errors)} of {intent.num_examples} test examples; most confident '
+            "first.</p>"
+            + search_box("intent-errors", "error-search", "Search text or intent")
+            + '<div class="scroll">'
+            + table(["text", "true intent", "predicted", "confidence"], rows,
+                    table_id="intent-errors", sortable=True, numeric_from=3)
+            + "</div></section>")
+
+
+def _entity_list(entities: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for e in entities:
+        extra = "".join(f" {k}={e[k]}" for k in ("role", "group") if e.get(k) not in (None, ""))
+        text = f"{e.get('value', '')} ({e.get('entity')}{extra}) [{e.get('start')}–{e.get('end')}]"
+        parts.append(f'<span class="ent">{esc(text)}</span>')
+    return " ".join(parts)
+
+
+def _entity_section(evaluation: Evaluation) -> str:
+    from nlu_engine.evaluation import SPAN_EXACT, SPAN_OVERLAP
+
+    if not evaluation.entities:
+        return ""
+    parts = ['<section id="entities"><h2>Entities</h2><p class="meta">Per extractor and entity '
+             "type. Exact: type and character span equal (conlleval). Overlap: type equal, spans "
+             "overlap, each entity matched once (HERMIT). Token: Rasa's token-level scores.</p>"]
+    for name, entity in evaluation.entities.items():
+        report = entity.report
+        exact, overlap = report[SPAN_EXACT], report[SPAN_OVERLAP]
+        key = slug(name)
+        rows = []
+        for label in [k for k in exact if k not in ("micro avg", "macro avg")]:
+            e, o, t = exact[label], overlap[label], report.get(label)
+            token_cells = (num(t["precision"]) + num(t["recall"]) + num(t["f1-score"])
+                           if isinstance(t, dict) and "precision" in t else '<td></td>' * 3)
+            rows.append(f"<tr><td>{esc(label)}</td>{num(e['support'])}{num(e['predicted'])}"
+                        f"{num(e['precision'])}{num(e['recall'])}{num(e['f1-score'])}"
+                        f"{num(o['precision'])}{num(o['recall'])}{num(o['f1-score'])}{token_cells}</tr>")
+        foot = []
+        for avg in ("micro avg", "macro avg"):
+            e, o, t = exact[avg], overlap[avg], report.get(avg)
+            token_cells = (num(t["precision"]) + num(t["recall"]) + num(t["f1-score"])
+                           if isinstance(t, dict) else '<td></td>' * 3)
+            counts = (num(e["support"]) + num(e["predicted"])) if avg == "micro avg" else "<td></td>" * 2
+            foot.append(f"<tr><td>{avg}</td>{counts}{num(e['precision'])}{num(e['recall'])}"
+                        f"{num(e['f1-score'])}{num(o['precision'])}{num(o['recall'])}"
+                        f"{num(o['f1-score'])}{token_cells}</tr>")
+        headers = ["type", "gold", "predicted", "exact P", "exact R", "exact F1", "overlap P",
+                   "overlap R", "overlap F1", "token P", "token R", "token F1"]
+        parts.append(f'<h3 id="entities-{esc(key)}">{esc(name)}</h3><div class="scroll">')
+        parts.append(table(headers, rows, table_id=f"entity-scores-{key}", sortable=True, foot=foot))
+        parts.append("</div>")
+        error_rows = [
+            f"<tr><td>{esc(err['text'])}</td><td>{_entity_list(err['entities'])}</td>"
+            f"<td>{_entity_list(err['predicted_entities'])}</td></tr>"
+            for err in entity.errors
+        ]
+        parts.append(f"<h3>{esc(name)}: messages with entity errors ({len(error_rows)})</h3>")
+        parts.append(search_box(f"entity-errors-{key}", f"entity-search-{key}",
+                                "Search text or entity"))
+        parts.append('<div class="scroll">' + table(
+            ["text", "gold entities", "predicted entities"], error_rows,
+            table_id=f"entity-errors-{key}", numeric_from=99) + "</div>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _plots_section(images: Sequence[tuple[str, Path]]) -> str:
+    if not images:
+        return ('<section id="plots"><h2>Plots</h2><p>No plots (--no-plot, or matplotlib '
+                "missing).</p></section>")
+    figures = "".join(image_tag(title, path) for title, path in images)
+    return f'<section id="plots"><h2>Plots</h2>{figures}</section>'
+
+
+def render_html_report(
+    evaluation: Evaluation, summary: Mapping[str, Any], images: Sequence[tuple[str, Path]] = ()
+) -> str:
+    """The whole page as a string."""
+    meta = []
+    if summary.get("model"):
+        meta.append(f"Model: {esc(summary['model'])}")
+    if summary.get("data"):
+        meta.append("Data: " + esc(", ".join(map(str, summary["data"]))))
+    meta.append(f"{evaluation.num_examples} test examples")
+    nav = [("summary", "Summary")]
+    if evaluation.intent is not None:
+        nav += [("confused-pairs", "Confusions"), ("intents", "Intents"), ("errors", "Errors")]
+    if evaluation.entities:
+        nav.append(("entities", "Entities"))
+    nav.append(("plots", "Plots"))
+    body = "\n".join([
+        _summary_section(summary), _confused_section(evaluation), _intent_section(evaluation),
+        _errors_section(evaluation), _entity_section(evaluation), _plots_section(images),
+    ])
+    return page("nlu_engine test report", meta, nav, body)
+
+
+def write_html_report(
+    path: str | Path,
+    evaluation: Evaluation,
+    summary: Mapping[str, Any],
+    images: Sequence[tuple[str, Path]] = (),
+) -> Path:
+    path = Path(path)
+    path.write_text(render_html_report(evaluation, summary, images), encoding="utf-8")
+    return path
+
+
+# --- the comparison page -----------------------------------------------------------------------
+def render_comparison_html(comparison: Mapping[str, Any], images: Sequence[tuple[str, Path]] = ()) -> str:
+    """A page for ``nlu-engine test --config a.yml b.yml``: a table of mean ± std and the plot."""
+    import statistics
+
+    percentages = comparison["percentages"]
+    sizes = [round(statistics.fmean(column)) for column in zip(*comparison["num_examples"], strict=True)]
+    headers = ["config", "metric", *[f"{p}% removed ({n})" for p, n in zip(percentages, sizes, strict=True)]]
+    rows = []
+
+    def cells(values: Sequence[Sequence[float]]) -> str:
+        out = []
+        for column in zip(*values, strict=True):
+            mean = statistics.fmean(column)
+            std = statistics.pstdev(column)
+            out.append(f'<td class="num" data-value="{mean!r}">{mean:.4f} ± {std:.4f}</td>')
+        return "".join(out)
+
+    for name, result in comparison["results"].items():
+        for metric in ("intent_macro_f1", "intent_accuracy"):
+            if result.get(metric):
+                rows.append(f"<tr><td>{esc(name)}</td><td>{esc(metric)}</td>{cells(result[metric])}</tr>")
+        for extractor, scores in (result.get("entities") or {}).items():
+            for metric, values in scores.items():
+                rows.append(f"<tr><td>{esc(name)}</td><td>{esc(extractor)} {esc(metric)}</td>"
+                            f"{cells(values)}</tr>")
+    body = (
+        '<section id="summary"><h2>Pipeline comparison</h2>'
+        f"<p class=\"meta\">{esc(comparison['runs'])} runs; each run splits the data 80/20 "
+        "(stratified, seeded) and trains every config on the training part with the given "
+        "percentage of it removed; scores are on the same 20% test part.</p>"
+        + table(headers, rows, table_id="comparison-table", numeric_from=2)
+        + "</section>" + _plots_section(images)
+    )
+    return page("nlu_engine pipeline comparison", [esc(", ".join(comparison["results"]))],
+                [("summary", "Summary"), ("plots", "Plots")], body)
+
+
+def write_comparison_html(
+    path: str | Path, comparison: Mapping[str, Any], images: Sequence[tuple[str, Path]] = ()
+) -> Path:
+    path = Path(path)
+    path.write_text(render_comparison_html(comparison, images), encoding="utf-8")
+    return path

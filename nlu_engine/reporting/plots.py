@@ -1,0 +1,165 @@
+"""PNG plots for ``nlu-engine test``: confusion matrices, confidence histograms, learning curves.
+
+matplotlib is imported inside each function and used without pyplot (a ``Figure`` drawn by the
+Agg canvas), so plotting needs no display, keeps no global state and never opens a window.
+Figures are sized to the number of labels so that 64 intents stay readable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+NONE_LABEL = "(none)"
+
+
+def available() -> bool:
+    """Whether matplotlib can be imported."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def display_label(label: str) -> str:
+    """How a label is shown: the empty label (no prediction) as ``(none)``."""
+    return label if label else NONE_LABEL
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Any, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png")
+    return path
+
+
+def plot_confusion_matrix(
+    labels: Sequence[str],
+    matrix: Sequence[Sequence[int]],
+    path: str | Path,
+    title: str = "Confusion matrix",
+    axis_name: str = "label",
+) -> Path:
+    """Rows are gold labels, columns predictions, both in the given (sorted) order.
+
+    Cell colour is the share of the row's examples, so rare and frequent labels read alike; every
+    non-zero cell is labelled with its count.
+    """
+    import numpy as np
+
+    n = len(labels)
+    names = [display_label(label) for label in labels]
+    counts = np.asarray(matrix, dtype=float).reshape(n, n)
+    totals = counts.sum(axis=1, keepdims=True)
+    shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
+
+    cell = 0.5 if n <= 12 else 0.32 if n <= 40 else 0.26
+    tick_size = 10 if n <= 12 else 8 if n <= 40 else 7
+    count_size = 9 if n <= 12 else 7 if n <= 40 else 5.5
+    label_inches = 0.075 * tick_size / 7 * min(max((len(s) for s in names), default=1), 40)
+    side = max(3.0, cell * n)
+    figure = _figure(side + label_inches + 1.8, side + label_inches + 1.0)
+    axes = figure.add_subplot()
+    image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+    axes.set_xticks(range(n), names, rotation=90, fontsize=tick_size)
+    axes.set_yticks(range(n), names, fontsize=tick_size)
+    axes.set_xlabel(f"predicted {axis_name}")
+    axes.set_ylabel(f"true {axis_name}")
+    total = int(counts.sum())
+    correct = int(np.trace(counts))
+    axes.set_title(f"{title}\n{correct} of {total} on the diagonal", fontsize=11)
+    if n <= 150:
+        for i in range(n):
+            for j in range(n):
+                if counts[i, j] > 0:
+                    axes.text(j, i, str(int(counts[i, j])), ha="center", va="center",
+                              fontsize=count_size,
+                              color="white" if shares[i, j] > 0.55 else "black")
+    axes.set_xticks(np.arange(-0.5, n, 1), minor=True)
+    axes.set_yticks(np.arange(-0.5, n, 1), minor=True)
+    axes.grid(which="minor", color="#dddddd", linewidth=0.3)
+    axes.tick_params(which="minor", length=0)
+    colorbar = figure.colorbar(image, ax=axes, shrink=min(0.8, 4.0 / max(side, 1.0)) if n > 12 else 0.8)
+    colorbar.set_label(f"share of the true {axis_name}'s examples")
+    return _save(figure, Path(path))
+
+
+def plot_confidence_histogram(
+    correct: Sequence[float],
+    wrong: Sequence[float],
+    path: str | Path,
+    title: str = "Prediction confidence",
+) -> Path:
+    """Two histograms over [0, 1]: confidence of right predictions above, of wrong ones below."""
+    import numpy as np
+
+    bins = np.linspace(0.0, 1.0, 21)
+    figure = _figure(8.0, 5.5)
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    for axes, values, colour, name in (
+        (top, correct, "#2f9e44", "right"),
+        (bottom, wrong, "#e03131", "wrong"),
+    ):
+        axes.hist(np.clip(np.asarray(values, dtype=float), 0.0, 1.0), bins=bins, color=colour,
+                  edgecolor="white")
+        mean = f", mean {float(np.mean(values)):.3f}" if len(values) else ""
+        axes.set_title(f"{name} predictions ({len(values)}{mean})", fontsize=10)
+        axes.set_ylabel("count")
+        axes.grid(axis="y", color="#eeeeee")
+        axes.set_axisbelow(True)
+    bottom.set_xlabel("confidence")
+    bottom.set_xlim(0.0, 1.0)
+    figure.suptitle(title)
+    return _save(figure, Path(path))
+
+
+def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
+    """F1 against the number of training examples, one line per config (mean ± std over runs).
+
+    ``comparison`` is what ``nlu-engine test --config ...`` writes to ``comparison.json``:
+    ``num_examples`` (runs × percentages) and per config ``intent_macro_f1`` (runs × percentages)
+    and ``entities`` ``{extractor: {"exact_f1": runs × percentages}}``.
+    """
+    import numpy as np
+
+    x = np.asarray(comparison["num_examples"], dtype=float).mean(axis=0)
+    results = comparison["results"]
+    panels: list[tuple[str, list[tuple[str, Any]]]] = []
+    intent_lines = [(name, r["intent_macro_f1"]) for name, r in results.items()
+                    if r.get("intent_macro_f1")]
+    if intent_lines:
+        panels.append(("Intents: macro F1", intent_lines))
+    entity_lines = [
+        (f"{name} / {extractor}", scores["exact_f1"])
+        for name, r in results.items()
+        for extractor, scores in (r.get("entities") or {}).items()
+    ]
+    if entity_lines:
+        panels.append(("Entities: exact-span micro F1", entity_lines))
+    if not panels:
+        panels.append(("nothing to plot", []))
+    figure = _figure(6.5 * len(panels), 4.8)
+    axes_list = figure.subplots(1, len(panels), squeeze=False)[0]
+    for axes, (title, lines) in zip(axes_list, panels, strict=True):
+        for name, values in lines:
+            array = np.asarray(values, dtype=float)
+            mean, std = array.mean(axis=0), array.std(axis=0)
+            axes.errorbar(x, mean, yerr=std, marker="o", capsize=3, label=name)
+        axes.set_title(title)
+        axes.set_xlabel("training examples")
+        axes.set_ylabel("F1")
+        axes.set_ylim(0.0, 1.02)
+        axes.grid(color="#eeeeee")
+        if lines:
+            axes.legend(fontsize=8, loc="lower right")
+    runs = len(comparison["num_examples"])
+    figure.suptitle(f"Pipeline comparison (mean ± std over {runs} run{'s' if runs != 1 else ''})")
+    return _save(figure, Path(path))

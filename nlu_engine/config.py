@@ -164,6 +164,11 @@ def parameters(cls: type[Component]) -> dict[str, inspect.Parameter]:
 def validate_params(cls: type[Component], params: dict[str, Any], where: str) -> dict[str, Any]:
     """All parameters of ``cls`` with defaults filled in; ConfigError on any bad key or value."""
     known = parameters(cls)
+    if "name" in known:
+        raise ConfigError(
+            f"{where}: {cls.__name__} has a parameter called 'name', which config.yml uses for the "
+            "component's name; rename that parameter"
+        )
     try:
         hints = typing.get_type_hints(cls.__init__)
     except Exception:  # an unresolvable annotation in a custom component: skip type checks

@@ -83,7 +83,8 @@ class ResponseSelector(DIETClassifier):
     Hyperparameters: every DIETClassifier parameter, with Rasa's ResponseSelector defaults
     where they differ (``SELECTOR_DEFAULTS``: hidden layers [256, 128] per side, no
     transformer, dense / concat widths 512, ``scale_loss``, no input dropout) and our DIET
-    defaults otherwise (``epochs`` 20 with a linearly decaying learning rate, ``random_seed``
+    defaults otherwise (``epochs`` 20, more on small data, with a linearly decaying learning rate,
+    ``random_seed``
     42), plus ``retrieval_intent`` and ``use_text_as_label``. Entity recognition is always off:
     ``entity_recognition`` and ``intent_classification`` accept only the values it uses.
     The signature is DIET's, derived when this module is imported (see the end of the module),

@@ -30,7 +30,8 @@ PREDICT_BATCH = 64
 class DIETClassifier(IntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
-    Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 with a
+    Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
+    small data, see ``training.resolve_epochs``) with a
     learning rate that decays linearly to 10% (``learning_rate_schedule``),
     ``random_seed`` 42 instead of a time-based seed (reproducible by default),
     ``use_key_relative_attention`` / ``use_value_relative_attention`` on (the paper's model),
@@ -64,7 +65,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     def __init__(
         self,
-        epochs: int = 20,
+        epochs: int | None = None,
         batch_size: int | list[int] = [64, 256],  # noqa: B006 - never mutated
         batch_strategy: Literal["balanced", "sequence"] = "balanced",
         learning_rate: float = 0.001,

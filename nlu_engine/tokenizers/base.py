@@ -112,14 +112,21 @@ def apply_token_pattern(tokens: list[Token], pattern: str | None) -> list[Token]
 class BaseTokenizer(Tokenizer):
     """Tokenizes ``text`` and ``response`` with :meth:`tokenize`, splits label names.
 
-    Subclasses store ``intent_tokenization_flag``, ``intent_split_symbol``, ``token_pattern``
-    and ``prefix_separator_symbol`` in ``__init__``.
+    Every tokenizer shares Rasa's tokenizer parameters, stored here; a subclass with more
+    parameters extends this ``__init__``.
     """
 
-    intent_tokenization_flag: bool = False
-    intent_split_symbol: str = "_"
-    token_pattern: str | None = None
-    prefix_separator_symbol: str | None = None
+    def __init__(
+        self,
+        intent_tokenization_flag: bool = False,
+        intent_split_symbol: str = "_",
+        token_pattern: str | None = None,
+        prefix_separator_symbol: str | None = None,
+    ) -> None:
+        self.intent_tokenization_flag = intent_tokenization_flag
+        self.intent_split_symbol = intent_split_symbol
+        self.token_pattern = token_pattern
+        self.prefix_separator_symbol = prefix_separator_symbol
 
     def tokenize(self, message: Message, attribute: str) -> list[Token]:
         """Tokens of a free-text attribute (before ``token_pattern`` is applied)."""

@@ -24,18 +24,6 @@ class SpacyTokenizer(BaseTokenizer):
     provides = (TOKENS,)
     requires = (SPACY_DOC,)
 
-    def __init__(
-        self,
-        intent_tokenization_flag: bool = False,
-        intent_split_symbol: str = "_",
-        token_pattern: str | None = None,
-        prefix_separator_symbol: str | None = None,
-    ) -> None:
-        self.intent_tokenization_flag = intent_tokenization_flag
-        self.intent_split_symbol = intent_split_symbol
-        self.token_pattern = token_pattern
-        self.prefix_separator_symbol = prefix_separator_symbol
-
     def tokenize(self, message: Message, attribute: str) -> list[Token]:
         text = message.get(attribute) or ""
         doc = get_doc(message, attribute)

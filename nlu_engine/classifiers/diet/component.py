@@ -23,7 +23,6 @@ from nlu_engine.message import TEXT, Message
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
 
-TAG_KINDS = ("entity", "role", "group")
 PREDICT_BATCH = 64
 
 

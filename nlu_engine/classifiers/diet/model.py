@@ -27,8 +27,6 @@ from nlu_engine.classifiers.diet.layers import Embed, Ffnn, RandomlyConnectedDen
 from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
 from nlu_engine.classifiers.diet.transformer import TransformerEncoder
 
-TAG_NAMES = ("entity", "role", "group")
-
 
 @dataclass
 class NetworkSpec:

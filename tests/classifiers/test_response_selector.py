@@ -229,7 +229,7 @@ def test_persist_and_load_give_identical_output(
     before, after = faq_pipeline.components[-1], model.pipeline.components[-1]
     learned = {k for k in vars(before) if k.endswith("_") and not k.startswith("_")}
     assert learned == {k for k in vars(after) if k.endswith("_") and not k.startswith("_")}
-    assert {"all_retrieval_intents_", "responses_", "intents_", "network_"} <= learned
+    assert {"all_retrieval_intents_", "responses_", "intents_", "weights_"} <= learned
 
 
 # --- which examples a selector trains on ------------------------------------------------------

@@ -24,6 +24,12 @@ from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
 
 PREDICT_BATCH = 64
+WEIGHTS_FILE = "weights.npz"
+#: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
+WEIGHTS_FORMAT = 2
+#: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
+SPARSE_TABLES = ("seq_bag/kernel", "sent_bag/kernel")
+INT8, SCALE = ":int8", ":scale"
 
 
 class DIETClassifier(IntentClassifier, EntityExtractor):
@@ -117,6 +123,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         drop_small_last_batch: bool = False,
         label_smoothing: float = 0.0,
         show_progress: bool = True,
+        sparse_weights_dtype: Literal["int8", "float16"] = "int8",
     ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
@@ -171,6 +178,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.drop_small_last_batch = drop_small_last_batch
         self.label_smoothing = label_smoothing
         self.show_progress = show_progress
+        self.sparse_weights_dtype = sparse_weights_dtype
 
     #: the message attribute whose features describe a label (ResponseSelector: the response key)
     label_attribute = INTENT_ATTRIBUTE
@@ -315,10 +323,20 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self._seed()
         label_features = self._label_features(examples)
         encoded = self._encode(examples, with_targets=True)
-        self.network_, self.history_ = fit(self, params, encoded, label_features)
+        network, self.history_ = fit(self, params, encoded, label_features)
         # weights are stored as float16 (half the archive); rounding them now keeps predictions
         # identical before and after saving
-        self.network_.set_weights([_half(w) for w in self.network_.get_weights()])
+        self.weights_ = {name: _half(w) for name, w in network.export_weights().items()}
+        # the sparse input tables (vocabulary x 128: nine tenths of the model) as int8 with one
+        # scale per row, rounded now as well, so what is evaluated is what is saved
+        self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if self.sparse_weights_dtype == "int8":
+            for name in SPARSE_TABLES:
+                if name in self.weights_:
+                    q, scale = quantize_rows(self.weights_[name])
+                    self.quantized_[name] = (q, scale)
+                    self.weights_[name] = dequantize_rows(q, scale)
+        self.label_features_ = label_features
         self._build_predict()
 
     def _seed(self) -> None:
@@ -344,9 +362,12 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:
-        from nlu_engine.classifiers.diet.training import compiled_predict
+        """Prediction runs in NumPy (``inference.py``): no TensorFlow after training."""
+        from nlu_engine.classifiers.diet.inference import DIETInference
 
-        self._predict = compiled_predict(self.network_, self)
+        self._inference = DIETInference(
+            self.weights_, self.network_params(), self.label_features_, self.tag_vocab_, self.BILOU_flag
+        )
 
     def predict_arrays(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
         """Per message: intent confidences [N] and per tag kind decoded ids and confidences."""
@@ -358,7 +379,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         for start in range(0, len(order), PREDICT_BATCH):
             index = order[start : start + PREDICT_BATCH]
             batch = make_batch(encoded, index)
-            out = {k: v.numpy() for k, v in self._predict(batch).items()}
+            out = self._inference.predict_batch(batch)
             for row, i in enumerate(index):
                 n = int(encoded.lengths[i])
                 result = {}
@@ -401,48 +422,81 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     # --- persistence ----------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
-        weights = self.network_.get_weights()
         stored = {
-            f"w{i:04d}": w.astype(np.float16) if w.dtype == np.float32 else w
-            for i, w in enumerate(weights)
+            name: w.astype(np.float16) if w.dtype == np.float32 else w
+            for name, w in self.weights_.items() if name not in self.quantized_
         }
-        np.savez_compressed(directory / "weights.npz", **stored)
-        np.savez(directory / "label_features.npz", label_features=self.network_.spec.label_features)
+        for name, (q, scale) in self.quantized_.items():
+            stored[f"{name}{INT8}"], stored[f"{name}{SCALE}"] = q, scale
+        np.savez_compressed(directory / WEIGHTS_FILE, **stored)
+        np.savez(directory / "label_features.npz", label_features=self.label_features_)
         state = {
+            "format": WEIGHTS_FORMAT,
             "intents": self.intents_,
             "tag_vocabularies": self.tag_vocab_,
             "seq_vocab": self.seq_vocab_,
             "sent_vocab": self.sent_vocab_,
             "dense_seq_dim": self.dense_seq_dim_,
             "dense_sent_dim": self.dense_sent_dim_,
-            "weight_shapes": [list(w.shape) for w in weights],
+            "weight_shapes": {name: list(w.shape) for name, w in self.weights_.items()},
             "history": self.history_,
         }
         (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
-        from nlu_engine.classifiers.diet.training import build_network
-
+        """Restore the weights as they were saved (no TensorFlow, no retraining)."""
         component = cls(**config)
         state = json.loads((directory / "diet.json").read_text(encoding="utf-8"))
+        if state.get("format") != WEIGHTS_FORMAT:
+            raise ValueError(
+                f"the model was saved by an older nlu_engine (weights format {state.get('format', 1)}, "
+                f"this version reads {WEIGHTS_FORMAT}); train it again"
+            )
         component.intents_ = [str(i) for i in state["intents"]]
         component.tag_vocab_ = {str(k): [str(t) for t in v] for k, v in state["tag_vocabularies"].items()}
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})
         with np.load(directory / "label_features.npz", allow_pickle=False) as f:
-            label_features = f["label_features"]
-        with np.load(directory / "weights.npz", allow_pickle=False) as f:
-            weights = [f[f"w{i:04d}"] for i in range(len(f.files))]
-        weights = [w.astype(np.float32) if w.dtype == np.float16 else w for w in weights]
-        component.network_ = build_network(component, component.network_params(), label_features)
-        expected = [list(w.shape) for w in component.network_.get_weights()]
-        if expected != [list(w.shape) for w in weights]:
-            raise ValueError("the stored weights do not fit the network the config describes")
-        component.network_.set_weights(weights)
-        component._build_predict()
+            component.label_features_ = f["label_features"].astype(np.float32)
+        with np.load(directory / WEIGHTS_FILE, allow_pickle=False) as f:
+            stored = {name: f[name] for name in f.files}
+        weights, component.quantized_ = {}, {}
+        for name, w in stored.items():
+            if name.endswith(INT8):
+                base = name[: -len(INT8)]
+                q, scale = w.astype(np.int8), stored[f"{base}{SCALE}"].astype(np.float32)
+                if q.ndim != 2 or scale.shape != (q.shape[0],):
+                    raise ValueError(f"the quantized weights '{base}' are malformed")
+                component.quantized_[base] = (q, scale)
+                weights[base] = dequantize_rows(q, scale)
+            elif not name.endswith(SCALE):
+                weights[name] = w.astype(np.float32) if w.dtype == np.float16 else w
+        shapes = {str(k): list(v) for k, v in state["weight_shapes"].items()}
+        if shapes != {name: list(w.shape) for name, w in weights.items()}:
+            raise ValueError("the stored weights do not match their description in diet.json")
+        component.weights_ = weights
+        try:
+            component._build_predict()
+        except (KeyError, ValueError, IndexError) as error:
+            raise ValueError(
+                f"the stored weights do not fit the network the config describes ({error})"
+            ) from None
         return component
+
+
+def quantize_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per row: weights [V, U] -> (q [V, U] int8, scale [V] float32), with
+    weights ~= q * scale[:, None] and an error of at most half a step (max |row| / 254)."""
+    scale = (np.abs(weights).max(axis=1) / 127.0).astype(np.float32)  # [V]
+    safe = np.where(scale > 0, scale, 1.0)[:, None]
+    q = np.clip(np.rint(weights / safe), -127, 127).astype(np.int8)
+    return q, scale
+
+
+def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    return q.astype(np.float32) * scale[:, None]  # [V, U]
 
 
 def _half(weights: np.ndarray) -> np.ndarray:

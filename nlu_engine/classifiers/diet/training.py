@@ -21,6 +21,7 @@ from nlu_engine.classifiers.diet.batching import (
     length_grouped_batches,
     make_batch,
 )
+from nlu_engine.classifiers.diet.inference import bilou_constraints
 from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
 from nlu_engine.classifiers.diet.optimizer import LazyAdam
 
@@ -50,26 +51,6 @@ def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.
         for kind in component.tag_vocab_:
             spec[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
     return spec
-
-
-def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which BILOU tag may follow which, and which may start or end a sequence.
-
-    After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.
-    """
-    prefix = [tag[0] if tag != "O" else "O" for tag in vocabulary]
-    kind = [tag[2:] for tag in vocabulary]
-    size = len(vocabulary)
-    allowed = np.zeros((size, size), bool)
-    for i in range(size):
-        for j in range(size):
-            if prefix[i] in "OLU":
-                allowed[i, j] = prefix[j] in "OBU"
-            else:
-                allowed[i, j] = prefix[j] in "IL" and kind[j] == kind[i]
-    start = np.array([p in "OBU" for p in prefix])
-    end = np.array([p in "OLU" for p in prefix])
-    return allowed, start, end
 
 
 MIN_STEPS, MIN_EPOCHS, MAX_EPOCHS = 1200, 20, 300

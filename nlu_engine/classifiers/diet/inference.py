@@ -1,0 +1,339 @@
+"""DIET's forward pass and CRF decoding in NumPy: what a trained model needs to answer.
+
+The same network as ``model.py`` without dropout, read top to bottom. It runs on the named
+weights ``DIETNetwork.export_weights`` produces (kernels with their connection masks applied),
+so loading a model and parsing never imports TensorFlow: a server starts in about a second,
+stays small, and a single message does not pay a graph call's fixed overhead.
+
+    sparse features ─► csr @ kernel (+ bias) ─► [dense features] ─► (unify) ─► [B, T+1, D]
+    ─► text_hidden ─► transformer (pre-LN, relative attention) ─► gelu ─► h [B, T+1, U]
+    intent: text_embed(h[b, len_b]) · label embeddings [N, E]          -> similarities [B, N]
+    tags:   logits [B, T, K] ─► constrained Viterbi + forward-backward -> tags, confidences
+
+Shapes: B batch, T tokens, D feature width, U transformer units, H heads, d = U / H,
+R max_relative_position, N labels, E embedding dimension, K tags.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+import scipy.sparse
+from scipy.special import erf
+
+_NEG_INF = -1e9
+_FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """Exact (erf) gelu, as ``keras.activations.gelu``'s default."""
+    return (0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))).astype(x.dtype, copy=False)
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which BILOU tag may follow which [K, K], and which may start / end a sequence [K].
+
+    After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.
+    """
+    prefix = [tag[0] if tag != "O" else "O" for tag in vocabulary]
+    kind = [tag[2:] for tag in vocabulary]
+    size = len(vocabulary)
+    allowed = np.zeros((size, size), bool)
+    for i in range(size):
+        for j in range(size):
+            if prefix[i] in "OLU":
+                allowed[i, j] = prefix[j] in "OBU"
+            else:
+                allowed[i, j] = prefix[j] in "IL" and kind[j] == kind[i]
+    start = np.array([p in "OBU" for p in prefix])
+    end = np.array([p in "OLU" for p in prefix])
+    return allowed, start, end
+
+
+# --- CRF ----------------------------------------------------------------------------------------
+def viterbi(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    """Best tag path of one sequence: logits [n, K], transitions [K, K] -> tags [n]."""
+    n = logits.shape[0]
+    delta = logits[0]  # [K]
+    back = np.zeros((n, logits.shape[1]), np.int64)
+    for t in range(1, n):
+        scores = delta[:, None] + transitions  # [K_prev, K_next]
+        back[t] = scores.argmax(0)
+        delta = scores.max(0) + logits[t]
+    tags = np.zeros(n, np.int64)
+    tags[-1] = int(delta.argmax())
+    for t in range(n - 1, 0, -1):
+        tags[t - 1] = back[t, tags[t]]
+    return tags
+
+
+def marginals(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    """p(y_t = k | x) of one sequence by forward-backward: logits [n, K], W [K, K] -> [n, K].
+
+    Each step's log-sum-exp over the previous (next) tag is a [K] x [K, K] product in shifted
+    exp space: logsumexp_i(a_i + W_ij) = m + M + log(sum_i exp(a_i - m) exp(W_ij - M)).
+    Forbidden transitions (-1e4) become exact zeros there.
+    """
+    n, k = logits.shape
+    shift = transitions.max()
+    exp_w = np.exp(transitions - shift)  # [K, K]
+    alpha = np.empty((n, k))
+    beta = np.zeros((n, k))
+    alpha[0] = logits[0]
+    for t in range(1, n):
+        m = alpha[t - 1].max()
+        summed = np.exp(alpha[t - 1] - m) @ exp_w  # [K]: sum over the previous tag
+        alpha[t] = np.log(np.maximum(summed, 1e-300)) + m + shift + logits[t]
+    for t in range(n - 2, -1, -1):
+        after = logits[t + 1] + beta[t + 1]  # [K]
+        m = after.max()
+        summed = exp_w @ np.exp(after - m)  # [K]: sum over the next tag
+        beta[t] = np.log(np.maximum(summed, 1e-300)) + m + shift
+    top = alpha[-1].max()
+    log_z = top + np.log(np.exp(alpha[-1] - top).sum())
+    return np.exp(alpha + beta - log_z)
+
+
+class CRFDecoder:
+    """A tag set's transitions with the BILOU penalties folded in; decodes one sequence."""
+
+    def __init__(self, transitions: np.ndarray, constraints: tuple | None) -> None:
+        k = transitions.shape[0]
+        if constraints:
+            allowed, start, end = constraints
+            self.transitions = transitions + np.where(allowed, 0.0, _FORBIDDEN).astype(np.float32)
+            self.start = np.where(start, 0.0, _FORBIDDEN).astype(np.float32)  # [K]
+            self.end = np.where(end, 0.0, _FORBIDDEN).astype(np.float32)  # [K]
+        else:
+            self.transitions = transitions
+            self.start = self.end = np.zeros(k, np.float32)
+
+    def decode(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """logits [n, K] of one sequence -> tags [n] and each tag's marginal probability [n]."""
+        logits = logits.astype(np.float64)  # 160 tags x a few steps: precision is free here
+        logits[0] += self.start
+        logits[-1] += self.end
+        transitions = self.transitions.astype(np.float64)
+        tags = viterbi(logits, transitions)
+        probabilities = marginals(logits, transitions)  # [n, K]
+        return tags, probabilities[np.arange(len(tags)), tags].astype(np.float32)
+
+
+@cache
+def _blas_controller() -> Any:
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+#: up to this many positions a batch runs on one BLAS thread: small products finish before a
+#: second thread would start, and on a busy machine waiting threads cost milliseconds
+SINGLE_THREAD_POSITIONS = 512
+
+
+# --- the network --------------------------------------------------------------------------------
+class DIETInference:
+    """DIET's prediction from named weights: ``predict_batch`` as ``DIETNetwork.predict_batch``.
+
+    ``weights`` maps the names of ``DIETNetwork.export_weights`` to float32 arrays; ``p`` are
+    the network parameters (``DIETClassifier.network_params``); ``tag_vocabularies`` name the
+    CRF tag sets ("entity", "role", "group") and ``bilou`` says whether BILOU constraints apply.
+    """
+
+    def __init__(
+        self,
+        weights: dict[str, np.ndarray],
+        p: dict[str, Any],
+        label_features: np.ndarray,
+        tag_vocabularies: dict[str, list[str]],
+        bilou: bool,
+    ) -> None:
+        self.w = {k: np.asarray(v, np.float32) for k, v in weights.items()}
+        self.p = p
+        self.num_layers = int(p["number_of_transformer_layers"])
+        self.num_heads = int(p["number_of_attention_heads"])
+        self.units = int(p["transformer_size"])
+        self.max_relative = int(p["max_relative_position"] or 0)
+        self.unidirectional = bool(p["unidirectional_encoder"])
+        self.similarity_type = p["similarity_type"]
+        self.unify = "seq_unify/hidden_0/kernel" in self.w
+        self.text_hidden = self._count("text_hidden")
+        k = np.arange(self.units)
+        self._angle_rates = (1.0 / np.power(10000.0, 2 * (k // 2) / self.units)).astype(np.float32)
+        self._even = k % 2 == 0
+        self.intents = (
+            bool(p["intent_classification"]) and label_features.shape[0] > 0
+            and "text_embed/kernel" in self.w
+        )
+        self.label_embeddings = self._label_embeddings(label_features) if self.intents else None
+        self.decoders = {
+            kind: CRFDecoder(self.w[f"{kind}_crf/transitions"], bilou_constraints(v) if bilou else None)
+            for kind, v in tag_vocabularies.items()
+        }
+
+    def _count(self, prefix: str) -> int:
+        return sum(1 for k in self.w if k.startswith(f"{prefix}/hidden_") and k.endswith("/kernel"))
+
+    def _dense(self, name: str, x: np.ndarray, activation: bool = False) -> np.ndarray:
+        """x [..., I] @ kernel [I, O] (+ bias) -> [..., O]."""
+        y = x @ self.w[f"{name}/kernel"]
+        bias = self.w.get(f"{name}/bias")
+        if bias is not None:
+            y = y + bias
+        return gelu(y) if activation else y
+
+    def _ffnn(self, name: str, x: np.ndarray) -> np.ndarray:
+        for i in range(self._count(name)):
+            x = self._dense(f"{name}/hidden_{i}", x, activation=True)
+        return x
+
+    def _label_embeddings(self, label_features: np.ndarray) -> np.ndarray:
+        x = self._dense("label_dense", label_features.astype(np.float32))  # [N, Dl]
+        x = self._ffnn("label_hidden", x)
+        return self._dense("label_embed", x)  # [N, E]
+
+    # --- input ----------------------------------------------------------------------------
+    def _bag(self, name: str, ids, values, positions, rows: int) -> np.ndarray:
+        """Sparse entries (ids, values at positions) times the kernel: [rows, units]."""
+        kernel = self.w[f"{name}/kernel"]  # [V, units]
+        matrix = scipy.sparse.csr_matrix(
+            (values.astype(np.float32), (positions, ids)), shape=(rows, kernel.shape[0])
+        )
+        return np.asarray(matrix @ kernel) + self.w[f"{name}/bias"]
+
+    def encode_text(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Combined input features x [B, T+1, D] and the mask of real positions [B, T+1]."""
+        size, max_len = (int(v) for v in batch["shape"])
+        lengths = batch["lengths"]  # [B]
+        token_mask = (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32)  # [B, T]
+        parts_seq, parts_sent = [], []
+        if "seq_bag/kernel" in self.w:
+            seq = self._bag("seq_bag", batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
+                            size * max_len)  # [B*T, Dt]
+            parts_seq.append(seq.reshape(size, max_len, -1))
+        if "dense_seq" in batch:
+            parts_seq.append(batch["dense_seq"].astype(np.float32))  # [B, T, Dd]
+        if "sent_bag/kernel" in self.w:
+            parts_sent.append(self._bag("sent_bag", batch["sent_ids"], batch["sent_values"],
+                                        batch["sent_positions"], size))  # [B, Dt]
+        if "dense_sent" in batch:
+            parts_sent.append(batch["dense_sent"].astype(np.float32))  # [B, Dd']
+        x_seq = np.concatenate(parts_seq, -1)  # [B, T, Ds]
+        if self.unify:
+            x_seq = self._ffnn("seq_unify", x_seq)  # [B, T, C]
+        x_seq = x_seq * token_mask[:, :, None]
+        x = np.concatenate([x_seq, np.zeros((size, 1, x_seq.shape[-1]), np.float32)], 1)  # [B, T+1, D]
+        if parts_sent:
+            x_sent = np.concatenate(parts_sent, -1)  # [B, Ds']
+            if self.unify:
+                x_sent = self._ffnn("sent_unify", x_sent)  # [B, C]
+            x[np.arange(size), lengths] += x_sent  # the sentence slot right after the last token
+        x = self._ffnn("text_hidden", x)  # [B, T+1, D]
+        mask = (np.arange(max_len + 1)[None, :] < (lengths + 1)[:, None]).astype(np.float32)
+        return x, mask
+
+    # --- transformer ----------------------------------------------------------------------
+    def _attention(self, prefix: str, x: np.ndarray, blocked: np.ndarray) -> np.ndarray:
+        """Self-attention x [B, L, U] with ``blocked`` [B, 1, L|1, L] (1 = may not attend)."""
+        size, length, _ = x.shape
+        heads, depth = self.num_heads, self.units // self.num_heads
+
+        def split(name: str) -> np.ndarray:  # [B, L, U] -> [B, H, L, d]
+            y = x @ self.w[f"{prefix}/{name}/kernel"]
+            return y.reshape(size, length, heads, depth).transpose(0, 2, 1, 3)
+
+        query, key, value = split("query"), split("key"), split("value")
+        logits = query @ key.transpose(0, 1, 3, 2)  # [B, H, L, L]
+        key_rel = self.w.get(f"{prefix}/key_relative_embeddings")  # [H, Kr, d]
+        value_rel = self.w.get(f"{prefix}/value_relative_embeddings")  # [H, Kr, d]
+        if key_rel is not None or value_rel is not None:
+            positions = np.arange(length)
+            right = 0 if self.unidirectional else self.max_relative
+            index = np.clip(positions[None, :] - positions[:, None], -self.max_relative, right)
+            index = index + self.max_relative  # [L, L]: clipped distance j - i as a table row
+        if key_rel is not None:
+            by_distance = np.einsum("bhid,hkd->bhik", query, key_rel)  # [B, H, L, Kr]
+            logits = logits + by_distance[:, :, positions[:, None], index]  # [B, H, L, L]
+        logits = logits * np.float32(depth**-0.5) + blocked * _NEG_INF
+        logits = logits - logits.max(-1, keepdims=True)
+        weights = np.exp(logits)
+        weights /= weights.sum(-1, keepdims=True)  # [B, H, L, L]
+        attended = weights @ value  # [B, H, L, d]
+        if value_rel is not None:
+            one_hot = np.eye(value_rel.shape[1], dtype=np.float32)[index]  # [L, L, Kr]
+            per_distance = np.einsum("bhij,ijk->bhik", weights, one_hot)  # [B, H, L, Kr]
+            attended = attended + np.einsum("bhik,hkd->bhid", per_distance, value_rel)
+        attended = attended.transpose(0, 2, 1, 3).reshape(size, length, self.units)  # [B, L, U]
+        return self._dense(f"{prefix}/output", attended)
+
+    def transform(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """x [B, L, D], mask [B, L] -> gelu(transformer(x)) [B, L, U]."""
+        if self.num_layers == 0:
+            return x
+        length = x.shape[1]
+        x = self._dense("transformer/embedding", x) * np.float32(self.units**0.5)  # [B, L, U]
+        angles = np.arange(length, dtype=np.float32)[:, None] * self._angle_rates[None]  # [L, U]
+        x = x + np.where(self._even[None], np.sin(angles), np.cos(angles))[None]
+        blocked = (1.0 - mask)[:, None, None, :]  # [B, 1, 1, L]
+        if self.unidirectional:
+            future = np.triu(np.ones((length, length), np.float32), 1)  # [L, L]
+            blocked = np.minimum(1.0, blocked + future[None, None])  # [B, 1, L, L]
+        for i in range(self.num_layers):
+            prefix = f"transformer/layer_{i}"
+            normed = layer_norm(x, self.w[f"{prefix}/attention_norm/gamma"],
+                                self.w[f"{prefix}/attention_norm/beta"])
+            x = x + self._attention(f"{prefix}/attention", normed, blocked)
+            normed = layer_norm(x, self.w[f"{prefix}/ffn_norm/gamma"], self.w[f"{prefix}/ffn_norm/beta"])
+            hidden = self._dense(f"{prefix}/ffn_in", normed, activation=True)  # [B, L, 4U]
+            x = x + self._dense(f"{prefix}/ffn_out", hidden)
+        x = layer_norm(x, self.w["transformer/output_norm/gamma"], self.w["transformer/output_norm/beta"])
+        return gelu(x)
+
+    # --- heads ----------------------------------------------------------------------------
+    def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Intent similarities [B, N]; per tag set, tags and confidences [B, T] (0 at padding)."""
+        size, max_len = (int(v) for v in batch["shape"])
+        if size * (max_len + 1) > SINGLE_THREAD_POSITIONS:
+            return self._predict_batch(batch)
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            return self._predict_batch(batch)
+
+    def _predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        lengths = batch["lengths"].astype(np.int64)
+        max_len = int(batch["shape"][1])
+        x, mask = self.encode_text(batch)
+        h = self.transform(x, mask)  # [B, T+1, U]
+        out: dict[str, np.ndarray] = {}
+        if self.intents and self.label_embeddings is not None:
+            text = self._dense("text_embed", h[np.arange(len(lengths)), lengths])  # [B, E]
+            labels = self.label_embeddings  # [N, E]
+            if self.similarity_type == "cosine":
+                text = text / np.sqrt(np.maximum((text**2).sum(-1, keepdims=True), 1e-12))
+                labels = labels / np.sqrt(np.maximum((labels**2).sum(-1, keepdims=True), 1e-12))
+            out["intent_sims"] = text @ labels.T  # [B, N]
+        h_tokens = h[:, :max_len]  # [B, T, U]
+        entity_tags: np.ndarray | None = None
+        for kind, decoder in self.decoders.items():
+            if kind == "entity" or entity_tags is None:
+                logits = self._dense(f"{kind}_logits", h_tokens)  # [B, T, K]
+            else:
+                one_hot = np.eye(len(self.decoders["entity"].start), dtype=np.float32)[entity_tags]
+                tag_embedding = self._dense("entity_tag_embed", one_hot)  # [B, T, E]
+                logits = self._dense(f"{kind}_logits", np.concatenate([h_tokens, tag_embedding], -1))
+            tags = np.zeros((len(lengths), max_len), np.int32)
+            confidence = np.zeros((len(lengths), max_len), np.float32)
+            for b, n in enumerate(lengths):
+                n = max(int(n), 1)
+                tags[b, :n], confidence[b, :n] = decoder.decode(logits[b, :n])
+            if kind == "entity":
+                entity_tags = tags
+            out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidence
+        return out

@@ -1,0 +1,159 @@
+"""The NumPy forward pass (inference.py) computes what the TensorFlow network computes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from nlu_engine.classifiers.diet.batching import make_batch
+from nlu_engine.classifiers.diet.component import DIETClassifier
+from nlu_engine.classifiers.diet.inference import DIETInference, bilou_constraints, marginals, viterbi
+from nlu_engine.config import load_config
+from nlu_engine.message import Message
+from nlu_engine.pipeline import Pipeline
+from nlu_engine.training_data import load_data
+
+tf = pytest.importorskip("tensorflow")
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def featurized(tiny_data_path: Path) -> tuple[Pipeline, list[Message]]:
+    """The tiny data set tokenized and featurized by the default pipeline's featurizers."""
+    config = load_config({
+        "language": "en",
+        "pipeline": [
+            {"name": "WhitespaceTokenizer"},
+            {"name": "CountVectorsFeaturizer"},
+            {"name": "CountVectorsFeaturizer", "analyzer": "char_wb", "min_ngram": 1, "max_ngram": 4},
+        ],
+    })
+    pipeline = Pipeline.build(config)
+    data = load_data([tiny_data_path])
+    pipeline.train(data, log=None)
+    pipeline.process(data.messages)  # train() annotates copies: featurize the examples themselves
+    return pipeline, data
+
+
+VARIANTS: list[dict[str, Any]] = [
+    {},  # the defaults: relative attention, inner similarity, BILOU, roles
+    {"unidirectional_encoder": True, "similarity_type": "cosine", "connection_density": 0.5,
+     "hidden_layers_sizes": {"text": [32], "label": [16]}, "max_relative_position": 2},
+    {"number_of_transformer_layers": 0, "BILOU_flag": False,
+     "use_key_relative_attention": False, "use_value_relative_attention": False},
+    {"dense": 12},  # dense token and sentence features beside the sparse ones (unify layers)
+]
+
+
+@pytest.mark.parametrize(
+    "variant", VARIANTS, ids=["default", "unidirectional-cosine", "no-transformer", "dense"]
+)
+def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
+    from nlu_engine.classifiers.diet.training import build_network
+
+    _, data = featurized
+    variant = dict(variant)
+    dense = variant.pop("dense", 0)
+    component = DIETClassifier(transformer_size=32, number_of_attention_heads=4, **variant)
+    examples = [m for m in data.messages if m.intent]
+    component._learn_vocabularies(data, examples)
+    component.dense_seq_dim_ = component.dense_sent_dim_ = dense
+    label_features = component._label_features(examples)
+    component._seed()
+    network = build_network(component, component.network_params(), label_features)
+    # every weight (biases, layer norms, transitions too) made non-trivial
+    rng = np.random.default_rng(0)
+    network.set_weights([w + rng.normal(0, 0.3, w.shape).astype(w.dtype) if w.dtype == np.float32 else w
+                         for w in network.get_weights()])
+
+    encoded = component._encode(examples, with_targets=False)
+    batch = make_batch(encoded, np.arange(len(examples)))
+    if dense:
+        batch["dense_seq"] = rng.normal(size=(*batch["shape"], dense)).astype(np.float32)
+        batch["dense_sent"] = rng.normal(size=(len(examples), dense)).astype(np.float32)
+    expected = {k: v.numpy() for k, v in network.predict_batch(
+        {k: tf.constant(v) for k, v in batch.items()}).items()}
+    inference = DIETInference(network.export_weights(), component.network_params(), label_features,
+                              component.tag_vocab_, component.BILOU_flag)
+    got = inference.predict_batch(batch)
+
+    assert set(got) == set(expected)
+    assert "intent_sims" in got and "tags_role" in got
+    np.testing.assert_allclose(got["intent_sims"], expected["intent_sims"], rtol=1e-3, atol=1e-3)
+    for kind in component.tag_vocab_:
+        np.testing.assert_array_equal(got[f"tags_{kind}"], expected[f"tags_{kind}"])
+        np.testing.assert_allclose(got[f"conf_{kind}"], expected[f"conf_{kind}"], atol=1e-4)
+
+
+def test_viterbi_and_marginals_match_enumeration() -> None:
+    import itertools
+
+    rng = np.random.default_rng(3)
+    logits, transitions = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
+    scores = {
+        path: sum(logits[t, k] for t, k in enumerate(path))
+        + sum(transitions[a, b] for a, b in itertools.pairwise(path))
+        for path in itertools.product(range(3), repeat=4)
+    }
+    assert tuple(viterbi(logits, transitions)) == max(scores, key=scores.get)
+    z = sum(np.exp(s) for s in scores.values())
+    expected = np.zeros((4, 3))
+    for path, s in scores.items():
+        for t, k in enumerate(path):
+            expected[t, k] += np.exp(s) / z
+    np.testing.assert_allclose(marginals(logits, transitions), expected, atol=1e-10)
+
+
+def test_bilou_constraints() -> None:
+    allowed, start, end = bilou_constraints(["O", "B-a", "I-a", "L-a", "U-a", "B-b", "I-b", "L-b", "U-b"])
+    assert allowed[0, 1] and allowed[0, 4] and not allowed[0, 2]  # O -> B/U, never I
+    assert allowed[1, 2] and allowed[1, 3] and not allowed[1, 7]  # B-a -> I-a / L-a only
+    assert list(start) == [True, True, False, False, True, True, False, False, True]
+    assert list(end) == [True, False, False, True, True, False, False, True, True]
+
+
+def test_loading_and_parsing_a_diet_model_does_not_import_tensorflow(
+    tiny_data_path: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    import nlu_engine
+
+    archive = nlu_engine.train(
+        str(PROJECT_ROOT / "pipelines" / "diet.yml"), str(tiny_data_path), out=str(tmp_path),
+        fixed_model_name="m",
+        overrides=["DIETClassifier.epochs=2", "ResponseSelector.epochs=1"],
+    )
+    expected = nlu_engine.load(archive).parse("fly from Madrid to Paris")
+    script = (
+        "import json, sys, nlu_engine\n"
+        f"result = nlu_engine.load({archive!r}).parse('fly from Madrid to Paris')\n"
+        "print(json.dumps([result, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    import json
+
+    result, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (tensorflow, keras) == (False, False)
+    assert result == json.loads(json.dumps(expected))
+
+
+def test_int8_rows_round_trip_within_half_a_step() -> None:
+    from nlu_engine.classifiers.diet.component import dequantize_rows, quantize_rows
+
+    rng = np.random.default_rng(1)
+    weights = rng.normal(0, 0.05, (300, 16)).astype(np.float32)
+    weights[7] = 0.0  # an all-zero row (an n-gram never trained) stays zero
+    q, scale = quantize_rows(weights)
+    assert q.dtype == np.int8 and scale.shape == (300,)
+    restored = dequantize_rows(q, scale)
+    assert np.all(np.abs(restored - weights) <= scale[:, None] / 2 + 1e-7)
+    assert not restored[7].any()
+    # quantizing what was restored gives the same integers: saving again changes nothing
+    q2, scale2 = quantize_rows(restored)
+    np.testing.assert_array_equal(q2, q)
+    np.testing.assert_allclose(scale2, scale, rtol=1e-6)

@@ -180,7 +180,7 @@ def bert_dir(tmp_path: Path) -> Path:
 
 
 # --- the encoder ------------------------------------------------------------------------------------
-def test_tf_encoder_matches_numpy_reference_with_padding(bert_dir: Path) -> None:
+def test_encoder_matches_reference_with_padding(bert_dir: Path) -> None:
     encoder = BertEncoder.from_directory(bert_dir)
     a = vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "world", "[SEP]")
     b = vocab_ids("[CLS]", "book", "a", "[SEP]")
@@ -193,6 +193,21 @@ def test_tf_encoder_matches_numpy_reference_with_padding(bert_dir: Path) -> None
     np.testing.assert_allclose(states[0], numpy_bert(bert_dir, a), atol=2e-5)
     # padding does not leak into the shorter sequence
     np.testing.assert_allclose(states[1, : len(b)], numpy_bert(bert_dir, b), atol=2e-5)
+
+
+def test_numpy_and_tensorflow_paths_agree(bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One message runs in NumPy; large float32 batches in TensorFlow: the same numbers."""
+    import nlu_engine.threads
+
+    encoder = BertEncoder.from_directory(bert_dir)
+    ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")], np.int32)
+    mask = np.ones_like(ids)
+    small = encoder(ids, mask)
+    assert encoder._tf_call is None  # a small input never builds the TensorFlow graph
+    monkeypatch.setattr(nlu_engine.threads, "SINGLE_THREAD_ROWS", 0)
+    large = encoder(ids, mask)
+    assert encoder._tf_call is not None
+    np.testing.assert_allclose(large, small, atol=2e-5)
 
 
 def test_wordpiece_splits_each_word_and_never_drops_one(bert_dir: Path) -> None:

@@ -16,12 +16,13 @@ R max_relative_position, N labels, E embedding dimension, K tags.
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 import numpy as np
 import scipy.sparse
 from scipy.special import erf
+
+from nlu_engine.threads import blas_threads_for
 
 _NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
@@ -125,18 +126,6 @@ class CRFDecoder:
         tags = viterbi(logits, transitions)
         probabilities = marginals(logits, transitions)  # [n, K]
         return tags, probabilities[np.arange(len(tags)), tags].astype(np.float32)
-
-
-@cache
-def _blas_controller() -> Any:
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-#: up to this many positions a batch runs on one BLAS thread: small products finish before a
-#: second thread would start, and on a busy machine waiting threads cost milliseconds
-SINGLE_THREAD_POSITIONS = 512
 
 
 # --- the network --------------------------------------------------------------------------------
@@ -301,9 +290,7 @@ class DIETInference:
     def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Intent similarities [B, N]; per tag set, tags and confidences [B, T] (0 at padding)."""
         size, max_len = (int(v) for v in batch["shape"])
-        if size * (max_len + 1) > SINGLE_THREAD_POSITIONS:
-            return self._predict_batch(batch)
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with blas_threads_for(size * (max_len + 1)):
             return self._predict_batch(batch)
 
     def _predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

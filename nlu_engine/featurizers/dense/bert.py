@@ -1,4 +1,4 @@
-"""A small, frozen BERT encoder in TensorFlow that loads Hugging Face ``safetensors`` weights.
+"""A small, frozen BERT encoder (NumPy; TensorFlow for bfloat16) reading ``safetensors`` weights.
 
 Only inference: no dropout, no pooler, no training. It reads a model directory laid out as
 Hugging Face writes it::
@@ -18,10 +18,10 @@ The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h =
         x = LN(x + act(x @ W_i + b_i) @ W_out + b_out)           (B, T, H); W_i: (H, I)
     return x                                                     last hidden state
 
-``precision="bfloat16"`` rounds the inputs and kernels of the dense layers to bfloat16 (the
-products are accumulated in float32; embeddings, attention scores, softmax and LayerNorm stay
-float32). Inference runs in one ``tf.function`` with a ``[None, None]`` input signature, so batches of
-any shape reuse one graph.
+``precision="float32"`` (the default) runs in NumPy. ``precision="bfloat16"`` rounds the inputs
+and kernels of the dense layers to bfloat16 (the products are accumulated in float32;
+embeddings, attention scores, softmax and LayerNorm stay float32) and runs in one TensorFlow
+``tf.function`` with a ``[None, None]`` input signature, so batches of any shape reuse one graph.
 """
 
 from __future__ import annotations
@@ -151,19 +151,38 @@ def load_weights(path: Path, config: BertConfig) -> dict[str, np.ndarray]:
 
 
 # --- the encoder --------------------------------------------------------------------------------
+def _np_layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _np_activation(x: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "relu":
+        return np.maximum(x, 0)
+    if kind == "gelu":  # exact, erf-based
+        from scipy.special import erf
+
+        return (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32, copy=False)
+    inner = np.float32(np.sqrt(2.0 / np.pi)) * (x + np.float32(0.044715) * x**3)
+    return 0.5 * x * (1.0 + np.tanh(inner))  # the tanh approximation
+
+
 class BertEncoder:
-    """Frozen BERT: ``(ids, mask) -> last hidden states`` (see the module doc)."""
+    """Frozen BERT: ``(ids, mask) -> last hidden states`` (see the module doc).
+
+    ``float32`` runs in NumPy: for a single message that is several times faster than a graph
+    call, and a model that is only parsed with never imports TensorFlow. ``bfloat16`` needs
+    bfloat16 matrix products and runs in TensorFlow.
+    """
 
     def __init__(
         self, config: BertConfig, weights: dict[str, np.ndarray], precision: str = "float32"
     ) -> None:
-        import tensorflow as tf
-
         if precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         self.config = config
         self.precision = precision
-        matmul_dtype = tf.bfloat16 if precision == "bfloat16" else tf.float32
         heads = config.num_attention_heads
         if config.hidden_size % heads:
             raise ConfigError(
@@ -171,53 +190,44 @@ class BertEncoder:
                 f"num_attention_heads {heads}"
             )
 
-        def const(name: str, transpose: bool = False) -> Any:
+        def get(name: str, transpose: bool = False) -> np.ndarray:
             try:
-                array = weights[name]
+                array = np.asarray(weights[name], np.float32)
             except KeyError:
                 raise ConfigError(f"language model weights lack '{name}'") from None
-            if transpose:  # a matmul kernel, (in, out)
-                return tf.Variable(tf.cast(array.T, matmul_dtype), trainable=False, name=name)
-            return tf.Variable(array, trainable=False, name=name)
+            return np.ascontiguousarray(array.T) if transpose else array  # kernels (in, out)
 
         e = "embeddings."
-        self.word = const(e + "word_embeddings.weight")
-        self.position = const(e + "position_embeddings.weight")
-        self.token_type = const(e + "token_type_embeddings.weight")
-        self.emb_ln = (const(e + "LayerNorm.weight"), const(e + "LayerNorm.bias"))
-        self.layers = []
+        self.word = get(e + "word_embeddings.weight")  # (V, H)
+        self.position = get(e + "position_embeddings.weight")  # (P, H)
+        self.token_type = get(e + "token_type_embeddings.weight")  # (2, H)
+        self.emb_ln = (get(e + "LayerNorm.weight"), get(e + "LayerNorm.bias"))
+        self.layers: list[dict[str, Any]] = []
         for i in range(config.num_hidden_layers):
             p = f"encoder.layer.{i}."
             a = p + "attention.self."
-            qkv_w = np.concatenate(
-                [weights[a + n + ".weight"].T for n in ("query", "key", "value")], axis=1
-            )  # (H, 3H)
-            qkv_b = np.concatenate([weights[a + n + ".bias"] for n in ("query", "key", "value")])
             self.layers.append(
                 {
-                    "qkv_w": tf.Variable(tf.cast(qkv_w, matmul_dtype), trainable=False),
-                    "qkv_b": tf.Variable(qkv_b, trainable=False),
-                    "o_w": const(p + "attention.output.dense.weight", transpose=True),
-                    "o_b": const(p + "attention.output.dense.bias"),
+                    "qkv_w": np.concatenate(
+                        [get(a + n + ".weight", transpose=True) for n in ("query", "key", "value")], 1
+                    ),  # (H, 3H)
+                    "qkv_b": np.concatenate([get(a + n + ".bias") for n in ("query", "key", "value")]),
+                    "o_w": get(p + "attention.output.dense.weight", transpose=True),
+                    "o_b": get(p + "attention.output.dense.bias"),
                     "ln1": (
-                        const(p + "attention.output.LayerNorm.weight"),
-                        const(p + "attention.output.LayerNorm.bias"),
+                        get(p + "attention.output.LayerNorm.weight"),
+                        get(p + "attention.output.LayerNorm.bias"),
                     ),
-                    "i_w": const(p + "intermediate.dense.weight", transpose=True),
-                    "i_b": const(p + "intermediate.dense.bias"),
-                    "out_w": const(p + "output.dense.weight", transpose=True),
-                    "out_b": const(p + "output.dense.bias"),
-                    "ln2": (const(p + "output.LayerNorm.weight"), const(p + "output.LayerNorm.bias")),
+                    "i_w": get(p + "intermediate.dense.weight", transpose=True),
+                    "i_b": get(p + "intermediate.dense.bias"),
+                    "out_w": get(p + "output.dense.weight", transpose=True),
+                    "out_b": get(p + "output.dense.bias"),
+                    "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
                 }
             )
-        self._call = tf.function(
-            self._forward,
-            input_signature=[
-                tf.TensorSpec([None, None], tf.int32),
-                tf.TensorSpec([None, None], tf.int32),
-            ],
-            reduce_retracing=True,
-        )
+        self._tf_call: Any = None
+        #: float32 batches larger than one message go through TensorFlow (oneDNN) when True
+        self.batched_in_tf = True
 
     @classmethod
     def from_directory(cls, directory: Path, precision: str = "float32") -> BertEncoder:
@@ -226,54 +236,92 @@ class BertEncoder:
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids``, ``mask``: int (B, T) -> float32 (B, T, H)."""
-        return self._call(ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
+        from nlu_engine.threads import SINGLE_THREAD_ROWS, blas_threads_for
 
-    def _forward(self, ids: Any, mask: Any) -> Any:
+        if self.precision == "float32" and (ids.size <= SINGLE_THREAD_ROWS or not self.batched_in_tf):
+            with blas_threads_for(ids.size):
+                return self._numpy_forward(ids, mask)
+        if self._tf_call is None:
+            self._tf_call = self._build_tf()
+        return self._tf_call(ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
+
+    # --- NumPy (float32) ----------------------------------------------------------------------
+    def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        cfg = self.config
+        eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
+        head_dim = hidden // heads
+        batch, length = ids.shape
+        x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]  # (B, T, H)
+        x = _np_layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
+        bias = ((1.0 - mask.astype(np.float32)) * -1e9)[:, None, None, :]  # (B, 1, 1, T)
+        scale = np.float32(1.0 / np.sqrt(head_dim))
+
+        def split_heads(t: np.ndarray) -> np.ndarray:  # (B*T, H) -> (B, h, T, d)
+            return t.reshape(batch, length, heads, head_dim).transpose(0, 2, 1, 3)
+
+        for layer in self.layers:
+            q, k, v = np.split(x @ layer["qkv_w"] + layer["qkv_b"], 3, axis=-1)  # 3 x (B*T, H)
+            scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2) * scale + bias  # (B,h,T,T)
+            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            scores /= scores.sum(-1, keepdims=True)
+            context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(-1, hidden)  # (B*T, H)
+            x = _np_layer_norm(x + context @ layer["o_w"] + layer["o_b"], *layer["ln1"], eps)
+            inner = _np_activation(x @ layer["i_w"] + layer["i_b"], cfg.hidden_act)  # (B*T, I)
+            x = _np_layer_norm(x + inner @ layer["out_w"] + layer["out_b"], *layer["ln2"], eps)
+        return x.reshape(batch, length, hidden).astype(np.float32, copy=False)
+
+    # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
+    def _build_tf(self) -> Any:
         import tensorflow as tf
 
+        matmul_dtype = tf.bfloat16 if self.precision == "bfloat16" else tf.float32
+
+        def kernel(array: np.ndarray) -> Any:
+            return tf.constant(tf.cast(array, matmul_dtype))
+
+        layers = [
+            {**layer, **{name: kernel(layer[name]) for name in ("qkv_w", "o_w", "i_w", "out_w")}}
+            for layer in self.layers
+        ]
+        word, position = tf.constant(self.word), tf.constant(self.position)
+        token_type, emb_ln = tf.constant(self.token_type[0]), tuple(map(tf.constant, self.emb_ln))
         cfg = self.config
-        eps = cfg.layer_norm_eps
-        heads = cfg.num_attention_heads
-        hidden = cfg.hidden_size
+        eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
         head_dim = hidden // heads
-        batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
 
         def layer_norm(x: Any, params: tuple[Any, Any]) -> Any:
             mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
             return (x - mean) * tf.math.rsqrt(var + eps) * params[0] + params[1]
 
-        def dense(x: Any, w: Any, b: Any) -> Any:  # (N, in) @ (in, out) + (out,)
-            if w.dtype != tf.float32:  # bfloat16 kernels: inputs rounded, result back in float32
-                return tf.cast(tf.matmul(tf.cast(x, w.dtype), w), tf.float32) + b
-            return tf.matmul(x, w) + b
+        def dense(x: Any, w: Any, b: Any) -> Any:  # product in the kernel's dtype, float32 result
+            return tf.cast(tf.matmul(tf.cast(x, w.dtype), w), tf.float32) + b
 
         def act(x: Any) -> Any:
             if cfg.hidden_act == "relu":
                 return tf.nn.relu(x)
             return tf.nn.gelu(x, approximate=cfg.hidden_act != "gelu")
 
-        x = (
-            tf.gather(self.word, ids)
-            + self.position[tf.newaxis, :length]
-            + self.token_type[tf.newaxis, tf.newaxis, 0]
-        )  # (B, T, H)
-        x = tf.reshape(layer_norm(x, self.emb_ln), [-1, hidden])  # (B*T, H)
-        # 0 where attended, a large negative number on padding: (B, 1, 1, T)
-        bias = (1.0 - tf.cast(mask, tf.float32))[:, tf.newaxis, tf.newaxis, :] * -1e9
-        scale = 1.0 / float(np.sqrt(head_dim))
+        def forward(ids: Any, mask: Any) -> Any:
+            batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+            x = tf.gather(word, ids) + position[tf.newaxis, :length] + token_type  # (B, T, H)
+            x = tf.reshape(layer_norm(x, emb_ln), [-1, hidden])  # (B*T, H)
+            bias = (1.0 - tf.cast(mask, tf.float32))[:, tf.newaxis, tf.newaxis, :] * -1e9
 
-        def split_heads(t: Any) -> Any:  # (B*T, H) -> (B, h, T, d)
-            return tf.transpose(tf.reshape(t, [batch, length, heads, head_dim]), [0, 2, 1, 3])
+            def split_heads(t: Any) -> Any:  # (B*T, H) -> (B, h, T, d)
+                return tf.transpose(tf.reshape(t, [batch, length, heads, head_dim]), [0, 2, 1, 3])
 
-        for layer in self.layers:
-            q, k, v = tf.split(dense(x, layer["qkv_w"], layer["qkv_b"]), 3, axis=-1)
-            scores = tf.matmul(split_heads(q), split_heads(k), transpose_b=True) * scale + bias
-            context = tf.matmul(tf.nn.softmax(scores, axis=-1), split_heads(v))  # (B, h, T, d)
-            context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
-            x = layer_norm(x + dense(context, layer["o_w"], layer["o_b"]), layer["ln1"])
-            inner = act(dense(x, layer["i_w"], layer["i_b"]))  # (B*T, I)
-            x = layer_norm(x + dense(inner, layer["out_w"], layer["out_b"]), layer["ln2"])
-        return tf.reshape(x, [batch, length, hidden])
+            for layer in layers:
+                q, k, v = tf.split(dense(x, layer["qkv_w"], layer["qkv_b"]), 3, axis=-1)
+                scores = tf.matmul(split_heads(q), split_heads(k), transpose_b=True) / np.sqrt(head_dim)
+                context = tf.matmul(tf.nn.softmax(scores + bias, axis=-1), split_heads(v))
+                context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
+                x = layer_norm(x + dense(context, layer["o_w"], layer["o_b"]), layer["ln1"])
+                inner = act(dense(x, layer["i_w"], layer["i_b"]))  # (B*T, I)
+                x = layer_norm(x + dense(inner, layer["out_w"], layer["out_b"]), layer["ln2"])
+            return tf.reshape(x, [batch, length, hidden])
+
+        signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)]
+        return tf.function(forward, input_signature=signature, reduce_retracing=True)
 
 
 # --- WordPiece ------------------------------------------------------------------------------------

@@ -66,6 +66,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         "evaluate_on_number_of_examples": (0, None),
         "early_stopping_patience": (0, None),
         "label_smoothing": (0, 0.5),
+        "max_micro_batch_size": (1, None),
     }
 
     def __init__(
@@ -124,6 +125,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         label_smoothing: float = 0.0,
         show_progress: bool = True,
         sparse_weights_dtype: Literal["int8", "float16"] = "int8",
+        max_micro_batch_size: int | None = 128,
     ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
@@ -179,6 +181,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.label_smoothing = label_smoothing
         self.show_progress = show_progress
         self.sparse_weights_dtype = sparse_weights_dtype
+        self.max_micro_batch_size = max_micro_batch_size
 
     #: the message attribute whose features describe a label (ResponseSelector: the response key)
     label_attribute = INTENT_ATTRIBUTE

@@ -157,3 +157,22 @@ def test_int8_rows_round_trip_within_half_a_step() -> None:
     q2, scale2 = quantize_rows(restored)
     np.testing.assert_array_equal(q2, q)
     np.testing.assert_allclose(scale2, scale, rtol=1e-6)
+
+
+def test_micro_batches_accumulate_to_the_whole_batch_update(featurized) -> None:
+    """A batch split into parts (max_micro_batch_size) gives the whole batch's update."""
+    _, data = featurized
+    deterministic = dict(
+        epochs=2, batch_size=12, batch_strategy="sequence", drop_rate=0.0,
+        use_sparse_input_dropout=False, regularization_constant=0.0,
+        use_all_labels_as_negatives=True, transformer_size=32, show_progress=False,
+        learning_rate=0.05, learning_rate_schedule="constant",  # Adam moves each weight ~0.05 a step
+    )
+    weights = []
+    for micro in (None, 5):
+        component = DIETClassifier(max_micro_batch_size=micro, **deterministic)
+        component.train(data)
+        weights.append(component.weights_)
+    assert weights[0].keys() == weights[1].keys()
+    for name in weights[0]:
+        np.testing.assert_allclose(weights[1][name], weights[0][name], atol=5e-3, err_msg=name)

@@ -1,0 +1,47 @@
+"""BLAS thread limits around small inputs, shared by concurrent threads."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy  # noqa: F401 - loads the BLAS library threadpoolctl inspects
+from threadpoolctl import threadpool_info
+
+import nlu_engine.threads
+from nlu_engine.threads import SINGLE_THREAD_ROWS, blas_threads_for
+
+
+def _blas_threads() -> list[int]:
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_small_inputs_run_on_one_thread_and_the_setting_comes_back() -> None:
+    before = _blas_threads()
+    with blas_threads_for(SINGLE_THREAD_ROWS):
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
+    with blas_threads_for(SINGLE_THREAD_ROWS + 1):  # large inputs keep the library's setting
+        assert _blas_threads() == before
+
+
+def test_overlapping_blocks_in_threads_restore_the_original_setting() -> None:
+    before = _blas_threads()
+    inside = threading.Barrier(2)
+    released = threading.Event()
+
+    def worker(wait: bool) -> None:
+        with blas_threads_for(1):
+            inside.wait(timeout=10)
+            if wait:
+                released.wait(timeout=10)
+
+    first = threading.Thread(target=worker, args=(True,))
+    second = threading.Thread(target=worker, args=(False,))
+    first.start()
+    second.start()
+    second.join(timeout=10)
+    assert nlu_engine.threads._depth == 1  # the first block is still inside: no restore yet
+    released.set()
+    first.join(timeout=10)
+    assert nlu_engine.threads._depth == 0
+    assert _blas_threads() == before  # the last one out restored the library's setting

@@ -8,20 +8,18 @@ import numpy  # noqa: F401 - loads the BLAS library threadpoolctl inspects
 from threadpoolctl import threadpool_info
 
 import nlu_engine.threads
-from nlu_engine.threads import SINGLE_THREAD_ROWS, blas_threads_for
+from nlu_engine.threads import single_blas_thread
 
 
 def _blas_threads() -> list[int]:
     return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
 
 
-def test_small_inputs_run_on_one_thread_and_the_setting_comes_back() -> None:
+def test_one_thread_inside_and_the_setting_comes_back() -> None:
     before = _blas_threads()
-    with blas_threads_for(SINGLE_THREAD_ROWS):
+    with single_blas_thread():
         assert set(_blas_threads()) == {1}
     assert _blas_threads() == before
-    with blas_threads_for(SINGLE_THREAD_ROWS + 1):  # large inputs keep the library's setting
-        assert _blas_threads() == before
 
 
 def test_overlapping_blocks_in_threads_restore_the_original_setting() -> None:
@@ -30,7 +28,7 @@ def test_overlapping_blocks_in_threads_restore_the_original_setting() -> None:
     released = threading.Event()
 
     def worker(wait: bool) -> None:
-        with blas_threads_for(1):
+        with single_blas_thread():
             inside.wait(timeout=10)
             if wait:
                 released.wait(timeout=10)

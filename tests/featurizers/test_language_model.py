@@ -197,14 +197,14 @@ def test_encoder_matches_reference_with_padding(bert_dir: Path) -> None:
 
 def test_numpy_and_tensorflow_paths_agree(bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One message runs in NumPy; large float32 batches in TensorFlow: the same numbers."""
-    import nlu_engine.threads
+    import nlu_engine.featurizers.dense.bert
 
     encoder = BertEncoder.from_directory(bert_dir)
     ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")], np.int32)
     mask = np.ones_like(ids)
     small = encoder(ids, mask)
     assert encoder._tf_call is None  # a small input never builds the TensorFlow graph
-    monkeypatch.setattr(nlu_engine.threads, "SINGLE_THREAD_ROWS", 0)
+    monkeypatch.setattr(nlu_engine.featurizers.dense.bert, "NUMPY_MAX_SUBTOKENS", 0)
     large = encoder(ids, mask)
     assert encoder._tf_call is not None
     np.testing.assert_allclose(large, small, atol=2e-5)

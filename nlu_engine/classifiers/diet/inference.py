@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse
 from scipy.special import erf
 
-from nlu_engine.threads import blas_threads_for
+from nlu_engine.threads import single_blas_thread
 
 _NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
@@ -289,8 +289,7 @@ class DIETInference:
     # --- heads ----------------------------------------------------------------------------
     def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Intent similarities [B, N]; per tag set, tags and confidences [B, T] (0 at padding)."""
-        size, max_len = (int(v) for v in batch["shape"])
-        with blas_threads_for(size * (max_len + 1)):
+        with single_blas_thread():
             return self._predict_batch(batch)
 
     def _predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

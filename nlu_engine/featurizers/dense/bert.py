@@ -46,6 +46,8 @@ _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 #: "bfloat16" runs the dense layers' matrix products in bfloat16 (float32 everywhere else):
 #: several times faster on CPUs with AMX-BF16 or AVX512-BF16, and much slower on others.
 PRECISIONS = ("float32", "bfloat16")
+#: float32 inputs up to this many sub-tokens (a message or a few) run in NumPy, larger in TensorFlow
+NUMPY_MAX_SUBTOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -236,10 +238,10 @@ class BertEncoder:
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids``, ``mask``: int (B, T) -> float32 (B, T, H)."""
-        from nlu_engine.threads import SINGLE_THREAD_ROWS, blas_threads_for
+        from nlu_engine.threads import single_blas_thread
 
-        if self.precision == "float32" and (ids.size <= SINGLE_THREAD_ROWS or not self.batched_in_tf):
-            with blas_threads_for(ids.size):
+        if self.precision == "float32" and (ids.size <= NUMPY_MAX_SUBTOKENS or not self.batched_in_tf):
+            with single_blas_thread():
                 return self._numpy_forward(ids, mask)
         if self._tf_call is None:
             self._tf_call = self._build_tf()

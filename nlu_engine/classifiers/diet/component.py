@@ -65,7 +65,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         "connection_density": (0, 1),
         "evaluate_on_number_of_examples": (0, None),
         "early_stopping_patience": (0, None),
-        "label_smoothing": (0, 0.5),
         "max_micro_batch_size": (1, None),
     }
 
@@ -122,7 +121,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         model_confidence: Literal["softmax"] = "softmax",
         run_eagerly: bool = False,
         drop_small_last_batch: bool = False,
-        label_smoothing: float = 0.0,
         show_progress: bool = True,
         sparse_weights_dtype: Literal["int8", "float16"] = "int8",
         max_micro_batch_size: int | None = 128,
@@ -178,7 +176,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.model_confidence = model_confidence
         self.run_eagerly = run_eagerly
         self.drop_small_last_batch = drop_small_last_batch
-        self.label_smoothing = label_smoothing
         self.show_progress = show_progress
         self.sparse_weights_dtype = sparse_weights_dtype
         self.max_micro_batch_size = max_micro_batch_size
@@ -317,6 +314,12 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         params = self.network_params()
+        if self.share_hidden_layers:
+            print(
+                f"warning: {self.component_name()}: share_hidden_layers is accepted for Rasa "
+                "configs but not implemented: text and label keep separate hidden layers",
+                file=sys.stderr,
+            )
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
         if self.entity_recognition and not self.tag_vocab_ and not self.intent_classification:

@@ -90,6 +90,11 @@ class DIETNetwork(keras.Model):
         self.dense_input_drop = keras.layers.Dropout(
             drop if p["use_dense_input_dropout"] else 0.0, name="dense_input_dropout"
         )
+        # as Rasa's ConcatenateSparseDenseFeatures: dense input dropout also applies to the
+        # sparse features once the embedding bags have made them dense
+        self.bag_output_drop = keras.layers.Dropout(
+            drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
+        )
         # --- text input: sparse -> dense, concatenated with dense features -------------------
         self.seq_bag = SparseEmbeddingBag(
             spec.seq_vocab, dense_dim["text"], reg, sparse_drop, name="seq_bag"
@@ -181,16 +186,16 @@ class DIETNetwork(keras.Model):
                 batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
                 batch_size * max_len, training=training,
             )  # [B*T, Dt]
+            seq = self.bag_output_drop(seq, training=training)  # [B*T, Dt]
             parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
         if self.spec.dense_seq_dim:
             parts_seq.append(self.dense_input_drop(batch["dense_seq"], training=training))
         if self.spec.sent_vocab:
-            parts_sent.append(
-                self.sent_bag(
-                    batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
-                    batch_size, training=training,
-                )
+            sent = self.sent_bag(
+                batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
+                batch_size, training=training,
             )  # [B, Dt]
+            parts_sent.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
         if self.spec.dense_sent_dim:
             parts_sent.append(self.dense_input_drop(batch["dense_sent"], training=training))
         x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]

@@ -7,6 +7,7 @@ evaluation, early stopping, best-checkpoint restore), batched prediction, and pe
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -330,18 +331,25 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         label_features = self._label_features(examples)
         encoded = self._encode(examples, with_targets=True)
         network, self.history_ = fit(self, params, encoded, label_features)
-        # weights are stored as float16 (half the archive); rounding them now keeps predictions
-        # identical before and after saving
-        self.weights_ = {name: _half(w) for name, w in network.export_weights().items()}
-        # the sparse input tables (vocabulary x 128: nine tenths of the model) as int8 with one
-        # scale per row, rounded now as well, so what is evaluated is what is saved
+        del encoded
+        gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
+        exported = network.export_weights()
+        del network
+        gc.collect()
+        # weights are stored as float16 (half the archive) and the sparse input tables
+        # (vocabulary x 128: nine tenths of the model) as int8 with one scale per row; rounding
+        # them now, one at a time, keeps predictions identical before and after saving
+        self.weights_: dict[str, np.ndarray] = {}
         self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if self.sparse_weights_dtype == "int8":
-            for name in SPARSE_TABLES:
-                if name in self.weights_:
-                    q, scale = quantize_rows(self.weights_[name])
-                    self.quantized_[name] = (q, scale)
-                    self.weights_[name] = dequantize_rows(q, scale)
+        for name in list(exported):
+            weights = exported.pop(name)
+            if self.sparse_weights_dtype == "int8" and name in SPARSE_TABLES:
+                q, scale = quantize_rows(weights)
+                del weights
+                self.quantized_[name] = (q, scale)
+                self.weights_[name] = dequantize_rows(q, scale)
+            else:
+                self.weights_[name] = _half(weights)
         self.label_features_ = label_features
         self._build_predict()
 
@@ -495,14 +503,21 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 def quantize_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Symmetric int8 per row: weights [V, U] -> (q [V, U] int8, scale [V] float32), with
     weights ~= q * scale[:, None] and an error of at most half a step (max |row| / 254)."""
-    scale = (np.abs(weights).max(axis=1) / 127.0).astype(np.float32)  # [V]
-    safe = np.where(scale > 0, scale, 1.0)[:, None]
-    q = np.clip(np.rint(weights / safe), -127, 127).astype(np.int8)
+    scale = np.empty(len(weights), np.float32)  # [V]
+    q = np.empty(weights.shape, np.int8)
+    for start in range(0, len(weights), 8192):  # in slices: no full-size float temporaries
+        rows = weights[start : start + 8192]
+        part = (np.abs(rows).max(axis=1) / 127.0).astype(np.float32)
+        safe = np.where(part > 0, part, 1.0)[:, None]
+        q[start : start + 8192] = np.clip(np.rint(rows / safe), -127, 127)
+        scale[start : start + 8192] = part
     return q, scale
 
 
 def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    return q.astype(np.float32) * scale[:, None]  # [V, U]
+    weights = q.astype(np.float32)  # [V, U]
+    weights *= scale[:, None]
+    return weights
 
 
 def _half(weights: np.ndarray) -> np.ndarray:

@@ -19,8 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse
-from scipy.special import erf
 
 from nlu_engine.threads import single_blas_thread
 
@@ -28,9 +26,19 @@ _NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
 
 
+def erf(x: np.ndarray) -> np.ndarray:
+    """erf in float32 (Abramowitz & Stegun 7.1.26: absolute error < 1.5e-7, below float32's
+    own rounding here); three times faster than ``scipy.special.erf``, which works in float64."""
+    a = np.abs(x)
+    t = np.float32(1.0) / (np.float32(1.0) + np.float32(0.3275911) * a)
+    poly = t * (np.float32(0.254829592) + t * (np.float32(-0.284496736) + t * (
+        np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * np.float32(1.061405429)))))
+    return np.copysign(np.float32(1.0) - poly * np.exp(-a * a), x)
+
+
 def gelu(x: np.ndarray) -> np.ndarray:
     """Exact (erf) gelu, as ``keras.activations.gelu``'s default."""
-    return (0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))).astype(x.dtype, copy=False)
+    return np.float32(0.5) * x * (np.float32(1.0) + erf(x * np.float32(1.0 / np.sqrt(2.0))))
 
 
 def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-6) -> np.ndarray:
@@ -65,10 +73,11 @@ def viterbi(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
     n = logits.shape[0]
     delta = logits[0]  # [K]
     back = np.zeros((n, logits.shape[1]), np.int64)
+    columns = np.arange(logits.shape[1])
     for t in range(1, n):
         scores = delta[:, None] + transitions  # [K_prev, K_next]
         back[t] = scores.argmax(0)
-        delta = scores.max(0) + logits[t]
+        delta = scores[back[t], columns] + logits[t]
     tags = np.zeros(n, np.int64)
     tags[-1] = int(delta.argmax())
     for t in range(n - 1, 0, -1):
@@ -193,10 +202,14 @@ class DIETInference:
     def _bag(self, name: str, ids, values, positions, rows: int) -> np.ndarray:
         """Sparse entries (ids, values at positions) times the kernel: [rows, units]."""
         kernel = self.w[f"{name}/kernel"]  # [V, units]
-        matrix = scipy.sparse.csr_matrix(
-            (values.astype(np.float32), (positions, ids)), shape=(rows, kernel.shape[0])
-        )
-        return np.asarray(matrix @ kernel) + self.w[f"{name}/bias"]
+        out = np.zeros((rows, kernel.shape[1]), np.float32)
+        if len(ids):
+            order = np.argsort(positions, kind="stable")  # batches come sorted: a no-op then
+            positions, ids, values = positions[order], ids[order], values[order]
+            entries = kernel[ids] * values.astype(np.float32)[:, None]  # [nnz, units]
+            starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
+            out[positions[starts]] = np.add.reduceat(entries, starts, axis=0)  # sum per position
+        return out + self.w[f"{name}/bias"]
 
     def encode_text(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Combined input features x [B, T+1, D] and the mask of real positions [B, T+1]."""

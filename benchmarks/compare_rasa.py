@@ -65,8 +65,13 @@ def run_ours(config: Path, data: Path, out: Path) -> dict:
 
 
 def run_rasa(config: Path, data: Path, out: Path, epochs: int) -> dict:
-    result = subprocess.run([str(RASA), "train", str(config), str(data), str(out)],
-                            capture_output=True, text=True, check=False)
+    # Rasa caches trained components in ./.rasa/cache and would restore them instead of training
+    # the same config and data again: each run gets an empty working folder
+    workdir = out / "rasa-cwd"
+    workdir.mkdir(parents=True, exist_ok=True)
+    paths = [str(p.resolve()) for p in (config, data, out)]
+    result = subprocess.run([str(RASA), "train", *paths],
+                            capture_output=True, text=True, check=False, cwd=workdir)
     text = result.stdout + result.stderr
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", text)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)

@@ -44,10 +44,6 @@ def stack_csr(rows: list[scipy.sparse.csr_matrix], width: int) -> scipy.sparse.c
     ]
     if not fixed:
         return scipy.sparse.csr_matrix((0, width), dtype=np.float32)
-    if len(fixed) == 1:  # one message (a parse): no stacking
-        out = scipy.sparse.csr_matrix(fixed[0], dtype=np.float32, copy=True)
-        out.sort_indices()
-        return out
     out = scipy.sparse.vstack(fixed, format="csr").astype(np.float32)
     out.sort_indices()
     return out

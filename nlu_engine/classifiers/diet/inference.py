@@ -20,31 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from nlu_engine.numpy_ops import gelu, layer_norm
 from nlu_engine.threads import single_blas_thread
 
 _NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """erf in float32 (Abramowitz & Stegun 7.1.26: absolute error < 1.5e-7, below float32's
-    own rounding here); three times faster than ``scipy.special.erf``, which works in float64."""
-    a = np.abs(x)
-    t = np.float32(1.0) / (np.float32(1.0) + np.float32(0.3275911) * a)
-    poly = t * (np.float32(0.254829592) + t * (np.float32(-0.284496736) + t * (
-        np.float32(1.421413741) + t * (np.float32(-1.453152027) + t * np.float32(1.061405429)))))
-    return np.copysign(np.float32(1.0) - poly * np.exp(-a * a), x)
-
-
-def gelu(x: np.ndarray) -> np.ndarray:
-    """Exact (erf) gelu, as ``keras.activations.gelu``'s default."""
-    return np.float32(0.5) * x * (np.float32(1.0) + erf(x * np.float32(1.0 / np.sqrt(2.0))))
-
-
-def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
 def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -163,7 +143,11 @@ class DIETInference:
         self.unidirectional = bool(p["unidirectional_encoder"])
         self.similarity_type = p["similarity_type"]
         self.unify = "seq_unify/hidden_0/kernel" in self.w
-        self.text_hidden = self._count("text_hidden")
+        # Ffnn stacks: name -> number of hidden layers (fixed by the weights)
+        self.depth = {
+            name: sum(1 for k in self.w if k.startswith(f"{name}/hidden_") and k.endswith("/kernel"))
+            for name in ("seq_unify", "sent_unify", "text_hidden", "label_hidden")
+        }
         k = np.arange(self.units)
         self._angle_rates = (1.0 / np.power(10000.0, 2 * (k // 2) / self.units)).astype(np.float32)
         self._even = k % 2 == 0
@@ -177,9 +161,6 @@ class DIETInference:
             for kind, v in tag_vocabularies.items()
         }
 
-    def _count(self, prefix: str) -> int:
-        return sum(1 for k in self.w if k.startswith(f"{prefix}/hidden_") and k.endswith("/kernel"))
-
     def _dense(self, name: str, x: np.ndarray, activation: bool = False) -> np.ndarray:
         """x [..., I] @ kernel [I, O] (+ bias) -> [..., O]."""
         y = x @ self.w[f"{name}/kernel"]
@@ -189,7 +170,7 @@ class DIETInference:
         return gelu(y) if activation else y
 
     def _ffnn(self, name: str, x: np.ndarray) -> np.ndarray:
-        for i in range(self._count(name)):
+        for i in range(self.depth[name]):
             x = self._dense(f"{name}/hidden_{i}", x, activation=True)
         return x
 

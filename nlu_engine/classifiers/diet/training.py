@@ -232,19 +232,8 @@ def fit(
     variables = network.trainable_variables
     optimizer = LazyAdam(variables, learning_rate)
 
-    def train_step(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        with tf.GradientTape() as tape:
-            out = network.losses_and_metrics(batch, training=True)
-            regularization = tf.add_n(network.losses) if network.losses else 0.0
-            total = out["loss"] + regularization
-        optimizer.apply(tape.gradient(total, variables))
-        out["t_loss"] = total
-        return out
-
-    # A batch larger than max_micro_batch_size is split: each part's gradient (its loss weighted
-    # by its share of the batch) is summed and applied once, so the update is the whole batch's
-    # while only one part's activations are alive (SNIPS at 256: ~0.4 GB less peak memory).
-    def part_gradients(batch: dict[str, tf.Tensor], weight: tf.Tensor):
+    def gradients_of(batch: dict[str, tf.Tensor], weight: tf.Tensor):
+        """Gradients of the batch's loss times ``weight``, and the batch's metrics."""
         with tf.GradientTape() as tape:
             out = network.losses_and_metrics(batch, training=True)
             regularization = tf.add_n(network.losses) if network.losses else 0.0
@@ -253,14 +242,23 @@ def fit(
         out["t_loss"] = total
         return tape.gradient(weighted, variables), out
 
+    def train_step(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        gradients, out = gradients_of(batch, tf.constant(1.0))
+        optimizer.apply(gradients)
+        return out
+
+    # A batch larger than max_micro_batch_size is split: each part's gradient (its loss weighted
+    # by its share of the batch) is summed and applied once, so the update is the whole batch's
+    # while only one part's activations are alive (SNIPS at 256: ~0.4 GB less peak memory).
     def apply_gradients(gradients: list) -> None:
         optimizer.apply(gradients)
 
     signature = input_signature(component, with_tags=True)
-    step = train_step if component.run_eagerly else tf.function(train_step, input_signature=[signature])
+    step, part_gradients = train_step, gradients_of
     if not component.run_eagerly:
+        step = tf.function(train_step, input_signature=[signature])
         part_gradients = tf.function(
-            part_gradients, input_signature=[signature, tf.TensorSpec([], tf.float32)]
+            gradients_of, input_signature=[signature, tf.TensorSpec([], tf.float32)]
         )
         apply_gradients = tf.function(apply_gradients, reduce_retracing=True)
     micro = component.max_micro_batch_size

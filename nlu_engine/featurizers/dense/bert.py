@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.errors import ConfigError
+from nlu_engine.numpy_ops import gelu, layer_norm
+from nlu_engine.threads import single_blas_thread
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -153,19 +155,11 @@ def load_weights(path: Path, config: BertConfig) -> dict[str, np.ndarray]:
 
 
 # --- the encoder --------------------------------------------------------------------------------
-def _np_layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
 def _np_activation(x: np.ndarray, kind: str) -> np.ndarray:
     if kind == "relu":
         return np.maximum(x, 0)
     if kind == "gelu":  # exact, erf-based
-        from scipy.special import erf
-
-        return (0.5 * x * (1.0 + erf(x / np.float32(np.sqrt(2.0))))).astype(np.float32, copy=False)
+        return gelu(x)
     inner = np.float32(np.sqrt(2.0 / np.pi)) * (x + np.float32(0.044715) * x**3)
     return 0.5 * x * (1.0 + np.tanh(inner))  # the tanh approximation
 
@@ -228,8 +222,6 @@ class BertEncoder:
                 }
             )
         self._tf_call: Any = None
-        #: float32 batches larger than one message go through TensorFlow (oneDNN) when True
-        self.batched_in_tf = True
 
     @classmethod
     def from_directory(cls, directory: Path, precision: str = "float32") -> BertEncoder:
@@ -238,9 +230,7 @@ class BertEncoder:
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """``ids``, ``mask``: int (B, T) -> float32 (B, T, H)."""
-        from nlu_engine.threads import single_blas_thread
-
-        if self.precision == "float32" and (ids.size <= NUMPY_MAX_SUBTOKENS or not self.batched_in_tf):
+        if self.precision == "float32" and ids.size <= NUMPY_MAX_SUBTOKENS:
             with single_blas_thread():
                 return self._numpy_forward(ids, mask)
         if self._tf_call is None:
@@ -254,7 +244,7 @@ class BertEncoder:
         head_dim = hidden // heads
         batch, length = ids.shape
         x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]  # (B, T, H)
-        x = _np_layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
+        x = layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
         bias = ((1.0 - mask.astype(np.float32)) * -1e9)[:, None, None, :]  # (B, 1, 1, T)
         scale = np.float32(1.0 / np.sqrt(head_dim))
 
@@ -267,9 +257,9 @@ class BertEncoder:
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(-1, hidden)  # (B*T, H)
-            x = _np_layer_norm(x + context @ layer["o_w"] + layer["o_b"], *layer["ln1"], eps)
+            x = layer_norm(x + context @ layer["o_w"] + layer["o_b"], *layer["ln1"], eps)
             inner = _np_activation(x @ layer["i_w"] + layer["i_b"], cfg.hidden_act)  # (B*T, I)
-            x = _np_layer_norm(x + inner @ layer["out_w"] + layer["out_b"], *layer["ln2"], eps)
+            x = layer_norm(x + inner @ layer["out_w"] + layer["out_b"], *layer["ln2"], eps)
         return x.reshape(batch, length, hidden).astype(np.float32, copy=False)
 
     # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------

@@ -82,6 +82,19 @@ class Message:
             return self.extra.get(RESPONSE)
         return None
 
+    def sparse_blocks(
+        self, attribute: str, kind: FeatureKind, origins: list[str] | None = None
+    ) -> list[scipy.sparse.csr_matrix]:
+        """The sparse feature matrices ``features_for`` would stack side by side, unstacked."""
+        return [
+            f.matrix
+            for f in self.features
+            if f.attribute == attribute
+            and f.kind == kind
+            and f.is_sparse
+            and (not origins or f.origin in origins)
+        ]
+
     def features_for(
         self,
         attribute: str,

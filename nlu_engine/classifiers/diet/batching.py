@@ -36,17 +36,45 @@ class EncodedData:
         return int(self.lengths.shape[0])
 
 
-def stack_csr(rows: list[scipy.sparse.csr_matrix], width: int) -> scipy.sparse.csr_matrix:
-    """Stack per-example CSR blocks (possibly of zero width when a message has no features)."""
-    fixed = [
-        r if r.shape[1] == width else scipy.sparse.csr_matrix((r.shape[0], width), dtype=np.float32)
-        for r in rows
-    ]
-    if not fixed:
-        return scipy.sparse.csr_matrix((0, width), dtype=np.float32)
-    out = scipy.sparse.vstack(fixed, format="csr").astype(np.float32)
-    out.sort_indices()
-    return out
+def stack_blocks(
+    blocks: list[list[scipy.sparse.spmatrix]], rows: np.ndarray, width: int
+) -> scipy.sparse.csr_matrix:
+    """One CSR matrix [sum(rows), width] from per-example lists of side-by-side blocks.
+
+    Example ``i`` owns ``rows[i]`` rows; its blocks (each [rows[i], w_k], e.g. one per
+    featurizer) sit next to each other, column offsets in list order; an example whose blocks
+    do not have ``rows[i]`` rows or do not add up to ``width`` columns contributes zero rows.
+    The same matrix as ``vstack`` of ``hstack``-ed blocks, built with a handful of NumPy calls
+    instead of scipy constructors per block (which cost ~0.5 ms per parsed message).
+    """
+    first_row = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    row_ids, col_ids, values = [], [], []
+    for i, example in enumerate(blocks):
+        if not example or any(b.shape[0] != rows[i] for b in example):
+            continue
+        if sum(b.shape[1] for b in example) != width:
+            continue
+        offset = 0
+        for block in example:
+            csr = block if block.format == "csr" else block.tocsr()
+            counts = np.diff(csr.indptr)
+            row_ids.append(np.repeat(np.arange(first_row[i], first_row[i + 1]), counts))
+            col_ids.append(csr.indices.astype(np.int64) + offset)
+            values.append(csr.data)
+            offset += block.shape[1]
+    total = int(first_row[-1])
+    if not row_ids:
+        return scipy.sparse.csr_matrix((total, width), dtype=np.float32)
+    row = np.concatenate(row_ids)
+    col = np.concatenate(col_ids)
+    data = np.concatenate(values).astype(np.float32)
+    order = np.lexsort((col, row))  # by row, then column: sorted indices, as scipy's
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=total))])
+    index_dtype = np.int32 if len(data) < 2**31 else np.int64
+    return scipy.sparse.csr_matrix(
+        (data[order], col[order].astype(index_dtype), indptr.astype(index_dtype)),
+        shape=(total, width),
+    )
 
 
 def _gather_rows(

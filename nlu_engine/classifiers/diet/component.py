@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import scipy.sparse
 
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier
@@ -215,18 +214,15 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         return message.features_for(TEXT, kind, sparse, self.featurizers or None)  # type: ignore[arg-type]
 
     def _encode(self, messages: list[Message], with_targets: bool):
-        from nlu_engine.classifiers.diet.batching import EncodedData, stack_csr
+        from nlu_engine.classifiers.diet.batching import EncodedData, stack_blocks
 
         lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        seq_rows, sent_rows, dense_seq, dense_sent = [], [], [], []
+        origins = self.featurizers or None
+        seq_blocks = [m.sparse_blocks(TEXT, "sequence", origins) for m in messages]
+        sent_blocks = [m.sparse_blocks(TEXT, "sentence", origins) for m in messages]
+        dense_seq, dense_sent = [], []
         for message, n in zip(messages, lengths, strict=True):
-            seq = self._features(message, "sequence", True)
-            seq_rows.append(seq if seq is not None and seq.shape[0] == n else
-                            scipy.sparse.csr_matrix((n, self.seq_vocab_), dtype=np.float32))
-            sent = self._features(message, "sentence", True)
-            sent_rows.append(sent if sent is not None else
-                             scipy.sparse.csr_matrix((1, self.sent_vocab_), dtype=np.float32))
             if self.dense_seq_dim_:
                 d = self._features(message, "sequence", False)
                 dense_seq.append(d if d is not None and d.shape[0] == n else
@@ -251,8 +247,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         return EncodedData(
             lengths=lengths,
             offsets=offsets,
-            seq=stack_csr(seq_rows, self.seq_vocab_),
-            sent=stack_csr(sent_rows, self.sent_vocab_),
+            seq=stack_blocks(seq_blocks, lengths, self.seq_vocab_),
+            sent=stack_blocks(sent_blocks, np.ones(len(messages), np.int64), self.sent_vocab_),
             dense_seq=np.concatenate(dense_seq).astype(np.float32) if dense_seq else None,
             dense_sent=np.concatenate(dense_sent).astype(np.float32) if dense_sent else None,
             label_ids=label_ids,

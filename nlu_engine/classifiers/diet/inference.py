@@ -48,33 +48,44 @@ def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np
 
 
 # --- CRF ----------------------------------------------------------------------------------------
-def viterbi(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
-    """Best tag path of one sequence: logits [n, K], transitions [K, K] -> tags [n]."""
+def viterbi(logits: np.ndarray, transitions: np.ndarray, transposed: bool = False) -> np.ndarray:
+    """Best tag path of one sequence: logits [n, K], transitions [K, K] -> tags [n].
+
+    ``transposed``: ``transitions`` is given as [K_next, K_prev] (then each step's max over the
+    previous tag runs along contiguous rows: ~2x faster than along columns for K ~ 160).
+    """
     n = logits.shape[0]
+    to_from = transitions if transposed else np.ascontiguousarray(transitions.T)  # [K_next, K_prev]
     delta = logits[0]  # [K]
-    back = np.zeros((n, logits.shape[1]), np.int64)
-    columns = np.arange(logits.shape[1])
+    back = np.zeros((n, logits.shape[1]), np.intp)
+    rows = np.arange(logits.shape[1])
     for t in range(1, n):
-        scores = delta[:, None] + transitions  # [K_prev, K_next]
-        back[t] = scores.argmax(0)
-        delta = scores[back[t], columns] + logits[t]
-    tags = np.zeros(n, np.int64)
+        scores = to_from + delta  # [K_next, K_prev]
+        back[t] = scores.argmax(1)
+        delta = scores[rows, back[t]] + logits[t]
+    tags = np.zeros(n, np.intp)
     tags[-1] = int(delta.argmax())
     for t in range(n - 1, 0, -1):
         tags[t - 1] = back[t, tags[t]]
     return tags
 
 
-def marginals(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+def marginals(
+    logits: np.ndarray, transitions: np.ndarray, exp_transitions: tuple[np.ndarray, float] | None = None
+) -> np.ndarray:
     """p(y_t = k | x) of one sequence by forward-backward: logits [n, K], W [K, K] -> [n, K].
 
     Each step's log-sum-exp over the previous (next) tag is a [K] x [K, K] product in shifted
     exp space: logsumexp_i(a_i + W_ij) = m + M + log(sum_i exp(a_i - m) exp(W_ij - M)).
-    Forbidden transitions (-1e4) become exact zeros there.
+    Forbidden transitions (-1e4) become exact zeros there. ``exp_transitions`` may pass
+    (exp(W - max W), max W) precomputed.
     """
     n, k = logits.shape
-    shift = transitions.max()
-    exp_w = np.exp(transitions - shift)  # [K, K]
+    if exp_transitions is None:
+        shift = transitions.max()
+        exp_w = np.exp(transitions - shift)  # [K, K]
+    else:
+        exp_w, shift = exp_transitions
     alpha = np.empty((n, k))
     beta = np.zeros((n, k))
     alpha[0] = logits[0]
@@ -105,15 +116,20 @@ class CRFDecoder:
         else:
             self.transitions = transitions
             self.start = self.end = np.zeros(k, np.float32)
+        # what every decode needs, computed once: W transposed in float32 for Viterbi (its
+        # max/argmax are exact in float32), W in float64 and exp(W - max W) for the marginals
+        self._to_from = np.ascontiguousarray(self.transitions.T, dtype=np.float32)  # [K, K]
+        self._w64 = self.transitions.astype(np.float64)  # [K, K]
+        self._shift = float(self._w64.max())
+        self._exp_w = np.exp(self._w64 - self._shift)  # [K, K]
 
     def decode(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """logits [n, K] of one sequence -> tags [n] and each tag's marginal probability [n]."""
         logits = logits.astype(np.float64)  # 160 tags x a few steps: precision is free here
         logits[0] += self.start
         logits[-1] += self.end
-        transitions = self.transitions.astype(np.float64)
-        tags = viterbi(logits, transitions)
-        probabilities = marginals(logits, transitions)  # [n, K]
+        tags = viterbi(logits.astype(np.float32), self._to_from, transposed=True)
+        probabilities = marginals(logits, self._w64, (self._exp_w, self._shift))  # [n, K]
         return tags, probabilities[np.arange(len(tags)), tags].astype(np.float32)
 
 
@@ -156,6 +172,13 @@ class DIETInference:
             and "text_embed/kernel" in self.w
         )
         self.label_embeddings = self._label_embeddings(label_features) if self.intents else None
+        self._qkv = {  # per attention layer, the query, key and value kernels side by side [U, 3U]
+            prefix: np.ascontiguousarray(np.concatenate(
+                [self.w[f"{prefix}/{name}/kernel"] for name in ("query", "key", "value")], axis=1
+            ))
+            for i in range(self.num_layers)
+            if f"{(prefix := f'transformer/layer_{i}/attention')}/query/kernel" in self.w
+        }
         self.decoders = {
             kind: CRFDecoder(self.w[f"{kind}_crf/transitions"], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
@@ -229,11 +252,9 @@ class DIETInference:
         size, length, _ = x.shape
         heads, depth = self.num_heads, self.units // self.num_heads
 
-        def split(name: str) -> np.ndarray:  # [B, L, U] -> [B, H, L, d]
-            y = x @ self.w[f"{prefix}/{name}/kernel"]
-            return y.reshape(size, length, heads, depth).transpose(0, 2, 1, 3)
-
-        query, key, value = split("query"), split("key"), split("value")
+        qkv = x @ self._qkv[prefix]  # [B, L, 3U]: query, key and value in one product
+        qkv = qkv.reshape(size, length, 3, heads, depth).transpose(2, 0, 3, 1, 4)  # [3, B, H, L, d]
+        query, key, value = qkv[0], qkv[1], qkv[2]
         logits = query @ key.transpose(0, 1, 3, 2)  # [B, H, L, L]
         key_rel = self.w.get(f"{prefix}/key_relative_embeddings")  # [H, Kr, d]
         value_rel = self.w.get(f"{prefix}/value_relative_embeddings")  # [H, Kr, d]

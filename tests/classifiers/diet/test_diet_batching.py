@@ -1,0 +1,54 @@
+"""Stacking per-example feature blocks into one CSR matrix, and the batches cut from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+
+from nlu_engine.classifiers.diet.batching import EncodedData, make_batch, stack_blocks
+
+
+def _random_csr(rng: np.random.Generator, rows: int, cols: int) -> scipy.sparse.csr_matrix:
+    dense = rng.integers(0, 3, (rows, cols)) * (rng.random((rows, cols)) < 0.3)
+    return scipy.sparse.csr_matrix(dense.astype(np.float32))
+
+
+def test_stack_blocks_equals_vstack_of_hstacks() -> None:
+    rng = np.random.default_rng(0)
+    rows = np.array([3, 1, 4, 2])
+    blocks = [[_random_csr(rng, n, 5), _random_csr(rng, n, 7)] for n in rows]
+    stacked = stack_blocks(blocks, rows, 12)
+    expected = scipy.sparse.vstack([scipy.sparse.hstack(b) for b in blocks]).toarray()
+    assert stacked.shape == (10, 12)
+    np.testing.assert_array_equal(stacked.toarray(), expected)
+    assert stacked.has_sorted_indices
+    assert stacked.dtype == np.float32
+
+
+def test_stack_blocks_gives_zero_rows_for_missing_or_misshapen_features() -> None:
+    rng = np.random.default_rng(1)
+    rows = np.array([2, 3, 1])
+    good = [_random_csr(rng, 2, 4), _random_csr(rng, 2, 2)]
+    wrong_rows = [_random_csr(rng, 2, 4), _random_csr(rng, 2, 2)]  # 2 rows, example has 3
+    stacked = stack_blocks([good, wrong_rows, []], rows, 6).toarray()
+    np.testing.assert_array_equal(stacked[:2], scipy.sparse.hstack(good).toarray())
+    assert not stacked[2:].any()
+    assert stack_blocks([[], []], np.array([1, 2]), 6).shape == (3, 6)
+
+
+def test_make_batch_flat_positions_follow_the_padded_layout() -> None:
+    rows = np.array([2, 1])
+    seq = stack_blocks([[scipy.sparse.csr_matrix(np.eye(2, 3, dtype=np.float32))],
+                        [scipy.sparse.csr_matrix(np.array([[0, 0, 5]], np.float32))]], rows, 3)
+    sent = stack_blocks([[scipy.sparse.csr_matrix(np.ones((1, 3), np.float32))], []],
+                        np.ones(2, np.int64), 3)
+    data = EncodedData(lengths=rows.astype(np.int32), offsets=np.array([0, 2, 3]), seq=seq,
+                       sent=sent, dense_seq=None, dense_sent=None,
+                       label_ids=np.array([0, 1], np.int32), tags={})
+    batch = make_batch(data, np.array([1, 0]))
+    assert batch["shape"].tolist() == [2, 2]
+    # example 1 (one token, column 2 = 5) first, then example 0's tokens at 2 * 1 + t
+    assert batch["seq_ids"].tolist() == [2, 0, 1]
+    assert batch["seq_values"].tolist() == [5.0, 1.0, 1.0]
+    assert batch["seq_positions"].tolist() == [0, 2, 3]
+    assert batch["sent_positions"].tolist() == [1, 1, 1]

@@ -124,6 +124,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         show_progress: bool = True,
         sparse_weights_dtype: Literal["int8", "float16"] = "int8",
         max_micro_batch_size: int | None = 128,
+        sparse_regularization: Literal["all_rows", "touched_rows"] = "all_rows",
     ) -> None:
         self.epochs = epochs
         self.batch_size = batch_size
@@ -179,6 +180,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.show_progress = show_progress
         self.sparse_weights_dtype = sparse_weights_dtype
         self.max_micro_batch_size = max_micro_batch_size
+        self.sparse_regularization = sparse_regularization
 
     #: the message attribute whose features describe a label (ResponseSelector: the response key)
     label_attribute = INTENT_ATTRIBUTE

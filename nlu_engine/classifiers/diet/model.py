@@ -48,13 +48,19 @@ class SparseEmbeddingBag(keras.layers.Layer):
     ids, values, positions [nnz] -> [num_positions, units]: row p is
     sum over entries at p of values * kernel[ids] + bias. Sparse input dropout drops
     individual non-zero entries while training. The L2 penalty covers only the rows a
-    batch touches (``row_penalty``), so the gradient stays sparse (see ``optimizer.py``).
+    batch touches (``row_penalty``), so the gradient stays sparse (see ``optimizer.py``), or,
+    with ``all_rows``, the whole table as Rasa's dense layer does: every row decays every step,
+    so under Adam a rare n-gram's row shrinks between its occurrences. That penalty's gradient
+    is added by the optimizer (``table_l2``), once per step.
     """
 
-    def __init__(self, vocab: int, units: int, reg_lambda: float, drop_rate: float, **kwargs: Any):
+    def __init__(
+        self, vocab: int, units: int, reg_lambda: float, drop_rate: float, all_rows: bool = False,
+        **kwargs: Any,
+    ):
         super().__init__(dtype="float32", **kwargs)  # sums of many rows: always float32
         self.vocab, self.units, self.drop_rate = vocab, units, drop_rate
-        self.reg_lambda = reg_lambda
+        self.reg_lambda, self.all_rows = reg_lambda, all_rows
         self.kernel = self.add_weight(
             name="kernel", shape=(max(vocab, 1), units), initializer="glorot_uniform"
         )
@@ -70,11 +76,23 @@ class SparseEmbeddingBag(keras.layers.Layer):
         return summed + self.bias
 
     def row_penalty(self, ids):
-        """L2 of the kernel rows ``ids`` touch (scalar)."""
-        if self.reg_lambda <= 0:
+        """L2 of the kernel rows ``ids`` touch (scalar); 0 with ``all_rows``."""
+        if self.reg_lambda <= 0 or self.all_rows:
+            # all_rows: the optimizer adds the whole table's L2 gradient once per step
+            # (``LazyAdam(l2=...)``), so the tape's gradient stays row-sparse
             return tf.constant(0.0)
         rows = tf.gather(self.kernel, tf.unique(ids)[0])  # [R, units]
         return self.reg_lambda * tf.reduce_sum(tf.square(rows))
+
+    def table_l2(self) -> float:
+        """The L2 constant the optimizer applies to every row (``all_rows``), else 0."""
+        return self.reg_lambda if self.all_rows else 0.0
+
+    def table_penalty(self):
+        """L2 of the whole table with ``all_rows`` (for the reported loss), else 0 (scalar)."""
+        if self.table_l2() <= 0:
+            return tf.constant(0.0)
+        return self.reg_lambda * tf.reduce_sum(tf.square(self.kernel))
 
 
 class DIETNetwork(keras.Model):
@@ -96,11 +114,12 @@ class DIETNetwork(keras.Model):
             drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
         )
         # --- text input: sparse -> dense, concatenated with dense features -------------------
+        all_rows = p.get("sparse_regularization", "all_rows") == "all_rows"
         self.seq_bag = SparseEmbeddingBag(
-            spec.seq_vocab, dense_dim["text"], reg, sparse_drop, name="seq_bag"
+            spec.seq_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="seq_bag"
         )
         self.sent_bag = SparseEmbeddingBag(
-            spec.sent_vocab, dense_dim["text"], reg, sparse_drop, name="sent_bag"
+            spec.sent_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="sent_bag"
         )
         seq_width = (dense_dim["text"] if spec.seq_vocab else 0) + spec.dense_seq_dim
         sent_width = (dense_dim["text"] if spec.sent_vocab else 0) + spec.dense_sent_dim
@@ -237,6 +256,18 @@ class DIETNetwork(keras.Model):
         return tf.cast(self.tag_logits[name](tf.concat([h_tokens, tag_embedding], -1)), tf.float32)
 
     # ------------------------------------------------------------------------------------------
+    def table_l2(self) -> dict[int, float]:
+        """{id of a raw kernel variable: L2 constant} for the tables the optimizer decays whole."""
+        tables = {}
+        for bag in (self.seq_bag, self.sent_bag):
+            if bag.table_l2() > 0:
+                tables[id(getattr(bag.kernel, "value", bag.kernel))] = bag.table_l2()
+        return tables
+
+    def table_penalty(self):
+        """The whole-table L2 the optimizer applies (scalar; 0 unless ``all_rows``)."""
+        return self.seq_bag.table_penalty() + self.sent_bag.table_penalty()
+
     def losses_and_metrics(self, batch: dict[str, tf.Tensor], training: bool = True):
         """Training objective: the sum of the intent, entity (role, group) and mask losses."""
         lengths = batch["lengths"]

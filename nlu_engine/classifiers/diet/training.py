@@ -230,7 +230,7 @@ def fit(
             return start * (1.0 - 0.9 * progress)
 
     variables = network.trainable_variables
-    optimizer = LazyAdam(variables, learning_rate)
+    optimizer = LazyAdam(variables, learning_rate, l2=network.table_l2())
 
     def gradients_of(batch: dict[str, tf.Tensor], weight: tf.Tensor):
         """Gradients of the batch's loss times ``weight``, and the batch's metrics."""
@@ -239,7 +239,8 @@ def fit(
             regularization = tf.add_n(network.losses) if network.losses else 0.0
             total = out["loss"] + regularization
             weighted = total * weight  # recorded on the tape, so it is differentiated
-        out["t_loss"] = total
+        # the whole-table L2 (all_rows) is differentiated by the optimizer, once per step
+        out["t_loss"] = total + network.table_penalty()
         return tape.gradient(weighted, variables), out
 
     def train_step(batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:

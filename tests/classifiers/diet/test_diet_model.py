@@ -1,0 +1,85 @@
+"""SparseEmbeddingBag: the sum over non-zero columns, and its two kinds of L2 penalty."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from nlu_engine.classifiers.diet.model import SparseEmbeddingBag
+from nlu_engine.classifiers.diet.optimizer import LazyAdam
+
+
+def _bag(all_rows: bool) -> SparseEmbeddingBag:
+    keras.utils.set_random_seed(0)
+    return SparseEmbeddingBag(vocab=10, units=4, reg_lambda=0.5, drop_rate=0.0, all_rows=all_rows)
+
+
+def test_bag_sums_weighted_rows_per_position() -> None:
+    bag = _bag(all_rows=False)
+    ids = tf.constant([1, 3, 3, 7])
+    values = tf.constant([1.0, 2.0, 0.5, 1.0])
+    positions = tf.constant([0, 0, 1, 2])
+    out = bag(ids, values, positions, num_positions=3).numpy()  # [3, 4]
+    kernel = bag.kernel.numpy()
+    np.testing.assert_allclose(out[0], kernel[1] + 2.0 * kernel[3], rtol=1e-6)
+    np.testing.assert_allclose(out[1], 0.5 * kernel[3], rtol=1e-6)
+    np.testing.assert_allclose(out[2], kernel[7], rtol=1e-6)
+
+
+def test_touched_rows_penalty_is_sparse_and_covers_each_row_once() -> None:
+    bag = _bag(all_rows=False)
+    ids = tf.constant([2, 5, 2])
+    with tf.GradientTape() as tape:
+        penalty = bag.row_penalty(ids)
+    kernel = bag.kernel.numpy()
+    expected = 0.5 * (np.square(kernel[2]).sum() + np.square(kernel[5]).sum())
+    np.testing.assert_allclose(penalty.numpy(), expected, rtol=1e-6)
+    grad = tape.gradient(penalty, bag.kernel)
+    assert isinstance(grad, tf.IndexedSlices)  # the lazy optimizer updates two rows only
+    assert sorted(set(grad.indices.numpy().tolist())) == [2, 5]
+
+
+def test_all_rows_l2_in_the_optimizer_equals_differentiating_the_whole_table() -> None:
+    """Rasa's dense L2 on every row, applied by LazyAdam(l2=...), is the same Adam step as
+    differentiating loss + l2 * sum(W^2) on the tape, while the tape's gradient stays sparse."""
+    ids = tf.constant([2, 5, 2])
+    values = tf.constant([1.0, 0.5, 2.0])
+    positions = tf.constant([0, 0, 1])
+    target = tf.constant(np.random.default_rng(3).normal(size=(2, 4)).astype(np.float32))
+
+    def loss_of(bag: SparseEmbeddingBag) -> tf.Tensor:
+        out = bag(ids, values, positions, num_positions=2)
+        return tf.reduce_sum(tf.square(out - target)) + bag.row_penalty(ids)
+
+    # reference: whole-table penalty on the tape, dense gradient, plain Adam
+    reference = _bag(all_rows=False)
+    reference.reg_lambda = 0.0
+    dense_adam = LazyAdam([reference.kernel, reference.bias], 0.01)
+    # ours: all_rows, the optimizer adds 2 * l2 * W
+    ours = _bag(all_rows=True)
+    assert float(ours.row_penalty(ids)) == 0.0
+    np.testing.assert_allclose(
+        ours.table_penalty().numpy(), 0.5 * np.square(ours.kernel.numpy()).sum(), rtol=1e-6
+    )
+    lazy_adam = LazyAdam(
+        [ours.kernel, ours.bias], 0.01, l2={id(getattr(ours.kernel, "value", ours.kernel)): 0.5}
+    )
+    for _ in range(3):
+        with tf.GradientTape() as tape:
+            loss = loss_of(reference) + 0.5 * tf.reduce_sum(tf.square(reference.kernel))
+        grads = tape.gradient(loss, [reference.kernel, reference.bias])
+        dense_adam.apply([tf.convert_to_tensor(g) for g in grads])
+        with tf.GradientTape() as tape:
+            loss = loss_of(ours)
+        grads = tape.gradient(loss, [ours.kernel, ours.bias])
+        assert isinstance(grads[0], tf.IndexedSlices)
+        lazy_adam.apply(grads)
+    np.testing.assert_allclose(ours.kernel.numpy(), reference.kernel.numpy(), rtol=1e-5, atol=1e-6)
+    # untouched rows moved too (decayed), unlike with touched_rows
+    assert not np.allclose(ours.kernel.numpy()[0], _bag(all_rows=True).kernel.numpy()[0])
+
+
+def test_no_penalty_without_regularization() -> None:
+    bag = SparseEmbeddingBag(vocab=4, units=2, reg_lambda=0.0, drop_rate=0.0, all_rows=True)
+    assert float(bag.row_penalty(tf.constant([0, 1]))) == 0.0

@@ -54,26 +54,30 @@ class LazyAdam:
         lr = self.current_learning_rate()
         beta_1_power = tf.pow(self.beta_1, t)
         beta_2_power = tf.pow(self.beta_2, t)
+        after: list = []  # whole-table updates run one after another: one table's temporaries
         for var, m, v, grad, l2 in zip(
             self.variables, self.m, self.v, gradients, self.l2, strict=True
         ):
-            if l2 > 0:  # d/dW of l2 * sum(W^2), plus the loss's gradient rows: dense [V, D]
-                decay = (2.0 * l2) * var.read_value()
-                if isinstance(grad, tf.IndexedSlices):
-                    grad = tf.tensor_scatter_nd_add(decay, grad.indices[:, None], grad.values)
-                else:
-                    grad = decay if grad is None else decay + grad
-            if grad is None:
+            if grad is None and l2 <= 0:
                 continue
-            if isinstance(grad, tf.IndexedSlices):
-                self._sparse(var, m, v, grad, lr, beta_1_power, beta_2_power)
-            else:
-                tf.raw_ops.ResourceApplyAdam(
+            with tf.control_dependencies(after if l2 > 0 else []):
+                if l2 > 0:  # d/dW of l2 * sum(W^2), plus the loss's gradient rows: dense [V, D]
+                    decay = (2.0 * l2) * var.read_value()
+                    if isinstance(grad, tf.IndexedSlices):
+                        grad = tf.tensor_scatter_nd_add(decay, grad.indices[:, None], grad.values)
+                    else:
+                        grad = decay if grad is None else decay + grad
+                if isinstance(grad, tf.IndexedSlices):
+                    self._sparse(var, m, v, grad, lr, beta_1_power, beta_2_power)
+                    continue
+                update = tf.raw_ops.ResourceApplyAdam(
                     var=var.handle, m=m.handle, v=v.handle,
                     beta1_power=beta_1_power, beta2_power=beta_2_power, lr=lr,
                     beta1=self.beta_1, beta2=self.beta_2, epsilon=self.epsilon,
                     grad=grad, use_locking=False,
                 )
+            if l2 > 0 and update is not None:
+                after = [update]
 
     def _sparse(self, var, m, v, grad, lr, beta_1_power, beta_2_power) -> None:
         rows, position = tf.unique(grad.indices)  # [R], [nnz]

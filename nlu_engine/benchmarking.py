@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -73,6 +74,20 @@ def read_training_config(path: Path) -> TrainingConfig:
         folds=list(raw.get("folds") or [""]),
         overrides=[str(o) for o in overrides],
     )
+
+
+def cpu_model() -> str:
+    """The CPU's model name and its widest vector extensions (figures differ a lot between them)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                 if line.startswith("model name")), platform.machine())
+    flags = next((set(line.split(":", 1)[1].split()) for line in info.splitlines()
+                  if line.startswith("flags")), set())
+    vector = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{name} ({', '.join(vector) or 'no AVX2'})"
 
 
 def _train_subprocess(
@@ -221,7 +236,10 @@ def run(
     selected = [f for f in config.folds if folds is None or str(f) in folds]
     rows = []
     out.mkdir(parents=True, exist_ok=True)
-    machine = {"cores": os.cpu_count(), "python": sys.version.split()[0], "date": time.strftime("%Y-%m-%d")}
+    machine = {
+        "cpu": cpu_model(), "cores": os.cpu_count(), "python": sys.version.split()[0],
+        "date": time.strftime("%Y-%m-%d"),
+    }
     for fold in selected:
         row = benchmark_fold(config, fold, extra, out / "models" if keep_models else None)
         rows.append(row)

@@ -114,7 +114,7 @@ class DIETNetwork(keras.Model):
             drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
         )
         # --- text input: sparse -> dense, concatenated with dense features -------------------
-        all_rows = p.get("sparse_regularization", "all_rows") == "all_rows"
+        all_rows = p["sparse_regularization"] == "all_rows"
         self.seq_bag = SparseEmbeddingBag(
             spec.seq_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="seq_bag"
         )
@@ -256,13 +256,10 @@ class DIETNetwork(keras.Model):
         return tf.cast(self.tag_logits[name](tf.concat([h_tokens, tag_embedding], -1)), tf.float32)
 
     # ------------------------------------------------------------------------------------------
-    def table_l2(self) -> dict[int, float]:
-        """{id of a raw kernel variable: L2 constant} for the tables the optimizer decays whole."""
-        tables = {}
-        for bag in (self.seq_bag, self.sent_bag):
-            if bag.table_l2() > 0:
-                tables[id(getattr(bag.kernel, "value", bag.kernel))] = bag.table_l2()
-        return tables
+    def table_l2(self) -> list[tuple[Any, float]]:
+        """(kernel, L2 constant) of the input tables the optimizer decays whole (``all_rows``)."""
+        return [(bag.kernel, bag.table_l2()) for bag in (self.seq_bag, self.sent_bag)
+                if bag.table_l2() > 0]
 
     def table_penalty(self):
         """The whole-table L2 the optimizer applies (scalar; 0 unless ``all_rows``)."""

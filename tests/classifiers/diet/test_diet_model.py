@@ -62,9 +62,7 @@ def test_all_rows_l2_in_the_optimizer_equals_differentiating_the_whole_table() -
     np.testing.assert_allclose(
         ours.table_penalty().numpy(), 0.5 * np.square(ours.kernel.numpy()).sum(), rtol=1e-6
     )
-    lazy_adam = LazyAdam(
-        [ours.kernel, ours.bias], 0.01, l2={id(getattr(ours.kernel, "value", ours.kernel)): 0.5}
-    )
+    lazy_adam = LazyAdam([ours.kernel, ours.bias], 0.01, l2=[(ours.kernel, 0.5)])
     for _ in range(3):
         with tf.GradientTape() as tape:
             loss = loss_of(reference) + 0.5 * tf.reduce_sum(tf.square(reference.kernel))

@@ -17,6 +17,7 @@ import statistics
 import time
 from pathlib import Path
 
+from nlu_engine.benchmarking import training_history
 from nlu_engine.config import load_config
 from nlu_engine.pipeline import Pipeline
 from nlu_engine.training_data import load_data
@@ -39,8 +40,8 @@ def main() -> None:
     start = time.perf_counter()
     pipeline.train(data, log=None)
     wall = time.perf_counter() - start
-    diet = next(c for c in pipeline.components if type(c).__name__ == "DIETClassifier")
-    epochs = diet.history_["epochs"]
+    history = training_history(pipeline)
+    epochs = history["epochs"] if history else []
     seconds = [e["seconds"] for e in epochs]
     print(json.dumps({
         "epoch_seconds": seconds,

@@ -179,13 +179,21 @@ def headline_scores(summary: dict[str, Any]) -> dict[str, float]:
     return scores
 
 
-def _epoch_times(model: Any) -> tuple[int, float | None]:
-    for component in model.pipeline.components:
+def training_history(pipeline: Any) -> dict[str, Any] | None:
+    """The per-epoch history of the first trained component that keeps one (DIET's), or None."""
+    for component in pipeline.components:
         history = getattr(component, "history_", None)
         if history and history.get("epochs"):
-            seconds = [e["seconds"] for e in history["epochs"] if "seconds" in e]
-            return len(history["epochs"]), round(statistics.median(seconds), 2) if seconds else None
-    return 0, None
+            return history  # type: ignore[no-any-return]
+    return None
+
+
+def _epoch_times(model: Any) -> tuple[int, float | None]:
+    history = training_history(model.pipeline)
+    if history is None:
+        return 0, None
+    seconds = [e["seconds"] for e in history["epochs"] if "seconds" in e]
+    return len(history["epochs"]), round(statistics.median(seconds), 2) if seconds else None
 
 
 COLUMNS = [

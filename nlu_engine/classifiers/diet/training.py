@@ -153,16 +153,16 @@ def _return_free_memory() -> None:
     Batches of changing shapes leave glibc's arenas holding freed memory that still counts
     as resident; trimming once an epoch keeps peak memory at what is actually in use.
     """
+    _glibc("malloc_trim", 0)
+
+
+def _glibc(function: str, *args: int) -> None:
+    """Call a glibc allocator function; elsewhere (no glibc) do nothing."""
     with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        getattr(ctypes.CDLL("libc.so.6"), function)(*args)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
-
-
-def _mallopt(parameter: int, value: int) -> None:
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").mallopt(parameter, value)
 
 
 @contextlib.contextmanager
@@ -177,13 +177,13 @@ def _large_blocks_on_heap():
     (``_return_free_memory``). Afterwards the thresholds are set to glibc's own dynamic ceiling
     (32 MB mmap, 64 MB trim), not left at the training values. Used as ``fit``'s decorator.
     """
-    _mallopt(_M_MMAP_THRESHOLD, 512 << 20)
-    _mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+    _glibc("mallopt", _M_MMAP_THRESHOLD, 512 << 20)
+    _glibc("mallopt", _M_TRIM_THRESHOLD, 1 << 30)
     try:
         yield
     finally:
-        _mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        _mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+        _glibc("mallopt", _M_MMAP_THRESHOLD, 32 << 20)
+        _glibc("mallopt", _M_TRIM_THRESHOLD, 64 << 20)
         _return_free_memory()
 
 

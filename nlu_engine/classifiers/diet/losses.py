@@ -14,6 +14,12 @@ Five similarity groups are built (E embedding size, n = num_neg):
 unless ``constrain_similarities``, which instead adds a mean sigmoid CE over all groups).
 ``margin``: StarSpace-style hinge losses around ``mu_pos`` / ``mu_neg``.
 
+``over_all_labels`` is the cross-entropy without sampling (DIET's ``use_all_labels_as_negatives``):
+softmax CE over the similarities to every label [B, N], the objective that prediction's
+confidences (a softmax over all labels) measure; ``constrain_similarities`` adds the mean sigmoid
+CE over those similarities (1 for the example's label, 0 for the others) and ``scale_loss``
+applies as above.
+
 Label ids may be [B] (intent ids) or [B, F] (e.g. token feature ids for the masked-LM loss);
 two entries count as the same label when all their trailing values are equal.
 """
@@ -174,6 +180,31 @@ class DotProductLoss:
             loss = self._cross_entropy_loss(s_pos, s_il, s_ll, s_ii, s_li)
         return loss, accuracy
 
+    def over_all_labels(
+        self, inputs_embed: tf.Tensor, label_ids: tf.Tensor, all_labels_embed: tf.Tensor
+    ) -> tuple[tf.Tensor, tf.Tensor]:
+        """Loss and accuracy (scalars) against every label: inputs_embed [B, E], label_ids [B]
+        (indices into all_labels_embed [N, E])."""
+        sims = similarity(inputs_embed[:, None, :], all_labels_embed[None], self.similarity_type)
+        loss = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=label_ids, logits=sims)  # [B]
+        if self.constrain_similarities:
+            targets = tf.one_hot(label_ids, tf.shape(sims)[1], dtype=sims.dtype)  # [B, N]
+            sigmoid = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=sims)
+            loss += tf.reduce_mean(sigmoid, axis=-1)  # [B]
+        loss = self._scaled(loss)
+        accuracy = tf.reduce_mean(
+            tf.cast(tf.argmax(sims, -1, output_type=label_ids.dtype) == label_ids, tf.float32)
+        )
+        return tf.reduce_mean(loss), accuracy
+
+    def _scaled(self, loss: tf.Tensor) -> tf.Tensor:
+        """``scale_loss``, focal-like: down-weight examples already learned, once any p > 0.5."""
+        if not self.scale_loss:
+            return loss
+        p = tf.exp(-loss)
+        weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
+        return loss * weight
+
     def _cross_entropy_loss(
         self,
         s_pos: tf.Tensor,
@@ -191,12 +222,7 @@ class DotProductLoss:
             targets = tf.concat([tf.ones_like(s_pos), tf.zeros_like(all_sims[:, 1:])], axis=-1)
             sigmoid = tf.nn.sigmoid_cross_entropy_with_logits(labels=targets, logits=all_sims)
             loss += tf.reduce_mean(sigmoid, axis=-1)  # [B]
-        if self.scale_loss:
-            # focal-like: down-weight examples already learned, once any p > 0.5
-            p = tf.exp(-loss)
-            weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
-            loss *= weight
-        return tf.reduce_mean(loss)
+        return tf.reduce_mean(self._scaled(loss))
 
     def _margin_loss(
         self,

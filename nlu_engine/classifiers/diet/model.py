@@ -283,13 +283,9 @@ class DIETNetwork(keras.Model):
             all_labels = self.all_label_embeddings(training)  # [N, E]
             text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             ids = batch["label_ids"]  # [B]
-            if self.p["use_all_labels_as_negatives"]:
+            if self.p["use_all_labels_as_negatives"] and self.p["loss_type"] == "cross_entropy":
                 # the objective of prediction itself: softmax over every intent
-                sims = similarity(text[:, None, :], all_labels[None], self.intent_loss.similarity_type)
-                loss = tf.reduce_mean(
-                    tf.nn.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=sims)
-                )  # sims [B, N]
-                acc = tf.reduce_mean(tf.cast(tf.argmax(sims, -1, output_type=tf.int32) == ids, tf.float32))
+                loss, acc = self.intent_loss.over_all_labels(text, ids, all_labels)
             else:
                 labels = tf.gather(all_labels, ids)  # [B, E]
                 loss, acc = self.intent_loss(

@@ -155,3 +155,29 @@ def test_sampling_is_seeded_and_runs_in_graph_mode() -> None:
     assert results[0] == results[1]
     assert len(set(results[0])) > 1  # fresh negatives every call
     assert np.isfinite(results[0]).all()
+
+
+@pytest.mark.parametrize("constrain", [False, True])
+@pytest.mark.parametrize("kind", ["inner", "cosine"])
+def test_loss_over_all_labels_by_hand(constrain: bool, kind: str) -> None:
+    """use_all_labels_as_negatives: softmax CE over the similarities to every label (+ the mean
+    sigmoid CE with constrain_similarities); accuracy is that of prediction's argmax."""
+    rng = np.random.default_rng(5)
+    inputs = rng.normal(size=(4, 3)).astype(np.float32)
+    labels = rng.normal(size=(6, 3)).astype(np.float32)
+    ids = np.array([0, 5, 2, 2], np.int32)
+    loss_fn = DotProductLoss(similarity_type=kind, constrain_similarities=constrain)
+    loss, accuracy = loss_fn.over_all_labels(tf.constant(inputs), tf.constant(ids), tf.constant(labels))
+    a, b = inputs, labels
+    if kind == "cosine":
+        a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+        b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    sims = (a @ b.T).astype(np.float64)  # [4, 6]
+    log_softmax = sims - np.log(np.exp(sims).sum(-1, keepdims=True))
+    expected = -log_softmax[np.arange(4), ids]
+    if constrain:
+        targets = np.eye(6)[ids]
+        sigmoid_ce = np.maximum(sims, 0) - sims * targets + np.log1p(np.exp(-np.abs(sims)))
+        expected = expected + sigmoid_ce.mean(-1)
+    np.testing.assert_allclose(float(loss), expected.mean(), rtol=1e-5)
+    assert float(accuracy) == pytest.approx(float(np.mean(sims.argmax(-1) == ids)))

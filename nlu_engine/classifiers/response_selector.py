@@ -65,6 +65,7 @@ SELECTOR_DEFAULTS: dict[str, Any] = {
     "concat_dimension": {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH},
     "connection_density": 1.0,
     "scale_loss": True,
+    "use_all_labels_as_negatives": False,  # Rasa's sampled negatives (not measured otherwise)
     "use_sparse_input_dropout": False,
     "use_dense_input_dropout": False,
     "intent_classification": True,

@@ -40,7 +40,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     learning rate that decays linearly to 10% (``learning_rate_schedule``),
     ``random_seed`` 42 instead of a time-based seed (reproducible by default),
     ``use_key_relative_attention`` / ``use_value_relative_attention`` on (the paper's model),
-    ``connection_density`` 1.0 (the paper's ``weight_sparsity: 0``).
+    ``connection_density`` 1.0 (the paper's ``weight_sparsity: 0``),
+    ``use_all_labels_as_negatives`` ``auto``: the intent loss is a softmax over every intent when
+    there are more intents than ``number_of_negative_examples`` (``model.all_labels_as_negatives``).
     """
 
     provides = (INTENT, ENTITIES)
@@ -89,7 +91,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         dense_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
         concat_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
         number_of_negative_examples: int = 20,
-        use_all_labels_as_negatives: bool = False,
+        use_all_labels_as_negatives: bool | Literal["auto"] = "auto",
         similarity_type: Literal["auto", "inner", "cosine"] = "auto",
         loss_type: Literal["cross_entropy", "softmax", "margin"] = "cross_entropy",
         ranking_length: int = 10,

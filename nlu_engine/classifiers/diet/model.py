@@ -153,6 +153,10 @@ class DIETNetwork(keras.Model):
         self.label_hidden = Ffnn(hidden["label"], drop, reg, density, name="label_hidden")
         self.text_embed = Embed(embed_dim, reg, name="text_embed")
         self.label_embed = Embed(embed_dim, reg, name="label_embed")
+        self.all_labels_as_negatives = all_labels_as_negatives(
+            p["use_all_labels_as_negatives"], p["loss_type"], spec.label_features.shape[0],
+            p["number_of_negative_examples"],
+        )
         self.intent_loss = DotProductLoss(
             num_neg=p["number_of_negative_examples"],
             loss_type=p["loss_type"],
@@ -283,7 +287,7 @@ class DIETNetwork(keras.Model):
             all_labels = self.all_label_embeddings(training)  # [N, E]
             text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             ids = batch["label_ids"]  # [B]
-            if self.p["use_all_labels_as_negatives"] and self.p["loss_type"] == "cross_entropy":
+            if self.all_labels_as_negatives:
                 # the objective of prediction itself: softmax over every intent
                 loss, acc = self.intent_loss.over_all_labels(text, ids, all_labels)
             else:
@@ -428,6 +432,25 @@ class DIETNetwork(keras.Model):
         if len(self.tag_crf) > 1:
             dense("entity_tag_embed", self.entity_tag_embed.dense)
         return out
+
+
+def all_labels_as_negatives(
+    setting: bool | str, loss_type: str, num_labels: int, num_negatives: int
+) -> bool:
+    """Whether the intent loss is the softmax over every label (``use_all_labels_as_negatives``).
+
+    ``auto``: when there are more labels than ``number_of_negative_examples``. Sampled negatives
+    stand in for the labels a step cannot afford to score; with few labels the sample already
+    covers them and its input-to-input terms add something (SNIPS, 7 intents: sampled scored
+    higher with two seeds), with many a step sees a fraction of them (NLU-Evaluation-Data, 64
+    intents: every label gave higher mean scores over the three folds measured; see
+    BENCHMARKS.md). The margin loss always samples.
+    """
+    if loss_type != "cross_entropy":
+        return False
+    if setting == "auto":
+        return num_labels > num_negatives
+    return bool(setting)
 
 
 def _per_attribute(value: Any) -> dict[str, Any]:

@@ -118,3 +118,16 @@ def test_two_tables_decayed_whole_in_a_compiled_step() -> None:
         our_step()
     for a, b in zip(ours, reference, strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_all_labels_as_negatives_auto_when_labels_outnumber_the_sample() -> None:
+    from nlu_engine.classifiers.diet.model import all_labels_as_negatives
+
+    assert all_labels_as_negatives("auto", "cross_entropy", 64, 20)
+    assert not all_labels_as_negatives("auto", "cross_entropy", 20, 20)
+    assert not all_labels_as_negatives("auto", "cross_entropy", 7, 20)
+    assert all_labels_as_negatives(True, "cross_entropy", 7, 20)
+    assert not all_labels_as_negatives(False, "cross_entropy", 64, 20)
+    # the margin loss always samples
+    assert not all_labels_as_negatives(True, "margin", 64, 20)
+    assert not all_labels_as_negatives("auto", "margin", 64, 20)

@@ -443,7 +443,7 @@ def all_labels_as_negatives(
     stand in for the labels a step cannot afford to score; with few labels the sample already
     covers them and its input-to-input terms add something (SNIPS, 7 intents: sampled scored
     higher with two seeds), with many a step sees a fraction of them (NLU-Evaluation-Data, 64
-    intents: every label gave higher mean scores over the three folds measured; see
+    intents: every label gave higher mean scores over the four folds measured; see
     BENCHMARKS.md). The margin loss always samples.
     """
     if loss_type != "cross_entropy":

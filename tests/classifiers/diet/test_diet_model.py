@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet.model import SparseEmbeddingBag
+from nlu_engine.classifiers.diet.model import SparseEmbeddingBag, all_labels_as_negatives
 from nlu_engine.classifiers.diet.optimizer import LazyAdam
 
 
@@ -121,8 +121,6 @@ def test_two_tables_decayed_whole_in_a_compiled_step() -> None:
 
 
 def test_all_labels_as_negatives_auto_when_labels_outnumber_the_sample() -> None:
-    from nlu_engine.classifiers.diet.model import all_labels_as_negatives
-
     assert all_labels_as_negatives("auto", "cross_entropy", 64, 20)
     assert not all_labels_as_negatives("auto", "cross_entropy", 20, 20)
     assert not all_labels_as_negatives("auto", "cross_entropy", 7, 20)

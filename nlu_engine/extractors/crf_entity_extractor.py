@@ -186,10 +186,15 @@ class CRFEntityExtractor(EntityExtractor):
         self.order_: list[str] = []
         self.models_: dict[str, bytes] = {}
         self._taggers: dict[str, Any] = {}
+        self.trailing_punctuation_: list[str] = []
         examples = [m for m in data.messages if m.tokens.get(TEXT)]
         if not any(m.entities for m in examples):
             return
         self._report_misaligned(examples)
+        if self.BILOU_flag:
+            self.trailing_punctuation_ = bilou.trailing_punctuation(
+                (m.text, m.tokens[TEXT], m.entities) for m in examples
+            )
         self.order_ = [
             name
             for name, present in zip(
@@ -311,6 +316,7 @@ class CRFEntityExtractor(EntityExtractor):
                     extractor=EXTRACTOR_NAME,
                     split_entities_by_comma=self.split_entities_by_comma,
                     bilou=self.BILOU_flag,
+                    trailing=self.trailing_punctuation_,
                 )
             )
 
@@ -320,7 +326,12 @@ class CRFEntityExtractor(EntityExtractor):
         for name in order:
             (Path(directory) / f"{name}.crfsuite").write_bytes(self.models_[name])
         labels = {name: list(self._taggers[name].labels()) for name in order}
-        (Path(directory) / STATE_FILE).write_text(json.dumps({"order": order, "labels": labels}, indent=1))
+        state = {
+            "order": order,
+            "labels": labels,
+            "trailing_punctuation": getattr(self, "trailing_punctuation_", []),
+        }
+        (Path(directory) / STATE_FILE).write_text(json.dumps(state, indent=1))
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> CRFEntityExtractor:
@@ -332,6 +343,7 @@ class CRFEntityExtractor(EntityExtractor):
         if unknown:
             raise ValueError(f"{STATE_FILE}: unknown CRF names {unknown}")
         extractor.order_ = order
+        extractor.trailing_punctuation_ = [str(k) for k in state.get("trailing_punctuation", [])]
         extractor.models_ = {name: (Path(directory) / f"{name}.crfsuite").read_bytes() for name in order}
         extractor._open_taggers()
         return extractor

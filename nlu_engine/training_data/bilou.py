@@ -2,6 +2,11 @@
 
 Training: ``entity_tags(tokens, entities)`` gives one tag per token — BILOU tags (``B-city``
 begin, ``I-city`` inside, ``L-city`` last, ``U-city`` unit, ``O`` outside) or plain type names.
+An annotation whose ends differ from token boundaries only by characters no token holds (the
+final ``.`` of ``u. s. d.``, which the tokenizer drops) is tagged on the tokens inside it; one
+that cuts a token is skipped (``misaligned_entities``). Rasa skips both. ``trailing_punctuation``
+learns, per entity type, whether such dropped punctuation after an entity's last token belongs
+to the entity (``u. s. d.``) or not (``in paris.``), so that prediction can give it back.
 
 Inference: ``spans_to_entities(text, tokens, tags, confidences)`` turns predicted tags into
 entity dicts with Rasa's rules (``EntityExtractorMixin.convert_predictions_into_entities``):
@@ -20,7 +25,7 @@ entity dicts with Rasa's rules (``EntityExtractorMixin.convert_predictions_into_
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from nlu_engine.message import Token
@@ -53,8 +58,8 @@ def entity_tags(
     """One tag per token for the entities' ``tag`` attribute (type, role or group).
 
     Entities without that attribute are ignored (their tokens get ``O``). With ``bilou``, an
-    entity must align with token boundaries to be tagged (see ``misaligned_entities``); without
-    it, a token takes the label of the entity it overlaps most, as Rasa does.
+    entity is tagged on the tokens it covers unless it cuts a token (see ``token_span``);
+    without it, a token takes the label of the entity it overlaps most, as Rasa does.
     """
     labelled = [
         (int(e["start"]), int(e["end"]), str(e[tag]))
@@ -63,12 +68,11 @@ def entity_tags(
     ]
     tags = [NO_ENTITY] * len(tokens)
     if bilou:
-        first_of = {token.start: i for i, token in enumerate(tokens)}
-        last_of = {token.end: i for i, token in enumerate(tokens)}
         for start, end, label in labelled:
-            first, last = first_of.get(start), last_of.get(end)
-            if first is None or last is None or last < first:
+            span = token_span(tokens, start, end)
+            if span is None:
                 continue
+            first, last = span
             if first == last:
                 tags[first] = UNIT + label
                 continue
@@ -87,13 +91,62 @@ def entity_tags(
     return tags
 
 
+def token_span(tokens: Sequence[Token], start: int, end: int) -> tuple[int, int] | None:
+    """First and last token inside the characters ``[start, end)``; None if it cuts a token.
+
+    Characters between the span's ends and its outer tokens belong to no token (whitespace or
+    punctuation the tokenizer dropped), so ``u. s. d.`` covers the tokens ``u``, ``s``, ``d``.
+    """
+    inside = []
+    for i, token in enumerate(tokens):
+        if token.start < end and token.end > start:
+            if token.start < start or token.end > end:
+                return None
+            inside.append(i)
+    return (inside[0], inside[-1]) if inside else None
+
+
 def misaligned_entities(
     tokens: Sequence[Token], entities: Sequence[Mapping[str, Any]]
 ) -> list[Mapping[str, Any]]:
-    """Entities whose start is no token's start or whose end is no token's end."""
-    starts = {token.start for token in tokens}
-    ends = {token.end for token in tokens}
-    return [e for e in entities if e["start"] not in starts or e["end"] not in ends]
+    """Entities that cut a token or cover none (BILOU tagging skips them)."""
+    return [e for e in entities if token_span(tokens, int(e["start"]), int(e["end"])) is None]
+
+
+def _dropped_after(text: str, tokens: Sequence[Token], index: int) -> str:
+    """The characters right after token ``index`` that no token holds, up to whitespace."""
+    stop = tokens[index + 1].start if index + 1 < len(tokens) else len(text)
+    tail = text[tokens[index].end : stop]
+    for i, char in enumerate(tail):
+        if char.isspace():
+            return tail[:i]
+    return tail
+
+
+def _punctuation_key(label: str, token: Token) -> str:
+    """Trailing punctuation is learned per entity type and per kind of last token: a single
+    character (an initial, as in ``mary s.``) or a longer word (``in paris.``)."""
+    return f"{label}\t{'initial' if len(token.text) == 1 else 'word'}"
+
+
+def trailing_punctuation(
+    examples: Iterable[tuple[str, Sequence[Token], Sequence[Mapping[str, Any]]]],
+) -> list[str]:
+    """Keys (entity type, kind of last token) whose annotations mostly include the punctuation
+    the tokenizer dropped right after their last token; ``spans_to_entities`` then extends
+    predicted entities of that key over it. ``examples`` are (text, tokens, entities)."""
+    votes: Counter[str] = Counter()
+    for text, tokens, entities in examples:
+        for e in entities:
+            label = e.get("entity")
+            span = token_span(tokens, int(e["start"]), int(e["end"]))
+            if not label or span is None:
+                continue
+            last = span[1]
+            if not _dropped_after(text, tokens, last):
+                continue
+            votes[_punctuation_key(str(label), tokens[last])] += 1 if int(e["end"]) > tokens[last].end else -1
+    return sorted(key for key, vote in votes.items() if vote > 0)
 
 
 # --- tags -> spans ---------------------------------------------------------------------------
@@ -205,6 +258,7 @@ def spans_to_entities(
     extractor: str | None = None,
     split_entities_by_comma: bool | Mapping[str, bool] = True,
     bilou: bool = True,
+    trailing: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Entity dicts from per-token predictions (the module docstring gives the rules).
 
@@ -220,6 +274,8 @@ def spans_to_entities(
             all types or ``{type: bool}`` (a missing type uses ``True``, Rasa's default; the
             key ``"split_entities_by_comma"`` in the mapping sets that default).
         bilou: whether the tags carry BILOU prefixes (they are repaired first).
+        trailing: keys from ``trailing_punctuation``: an entity of such a key ends after the
+            punctuation the tokenizer dropped right after its last token.
 
     Returns:
         ``[{"entity", "start", "end", "value", "confidence_entity"?, "role"?,
@@ -255,9 +311,11 @@ def spans_to_entities(
         for piece_first, piece_last in _split_span(
             text, tokens, first, last, attribute_tags, _splits(split_entities_by_comma, label), bilou
         ):
-            entities.append(
-                _entity(text, tokens, label, piece_first, piece_last, attribute_tags, confidences)
-            )
+            entity = _entity(text, tokens, label, piece_first, piece_last, attribute_tags, confidences)
+            if trailing and _punctuation_key(label, tokens[piece_last]) in trailing:
+                entity["end"] += len(_dropped_after(text, tokens, piece_last))
+                entity["value"] = text[entity["start"] : entity["end"]]
+            entities.append(entity)
     for entity in entities:
         if extractor is not None:
             entity["extractor"] = extractor

@@ -224,6 +224,25 @@ def test_persist_load_identical_without_pickle(tmp_path: Path) -> None:
         assert extract(loaded, text) == extract(extractor, text)
 
 
+def test_initials_keep_their_final_dot_through_training_and_loading(tmp_path: Path) -> None:
+    """'u. s. d.' ends after a dot the tokenizer drops: Rasa ignores such annotations (their
+    tokens train as outside any entity); here they train and prediction gives the dot back."""
+    currencies = ["u. s. d.", "g. b. p.", "e. u. r.", "j. p. y."]
+    examples = [("convert", f"convert [{c}](currency) to [{d}](currency) now")
+                for c in currencies for d in currencies if c != d]
+    examples += [("fly", f"fly to [{c}](city).") for c in CITIES]
+    extractor = CRFEntityExtractor()
+    extractor.train(training_data(examples))
+    assert extractor.trailing_punctuation_ == ["currency\tinitial"]
+    text = "convert j. p. y. to u. s. d. now"
+    expected = [("currency", "j. p. y."), ("currency", "u. s. d.")]
+    assert [(e["entity"], e["value"]) for e in extract(extractor, text)] == expected
+    assert [e["value"] for e in extract(extractor, "fly to Berlin.")] == ["Berlin"]
+    extractor.persist(tmp_path)
+    loaded = CRFEntityExtractor.load(tmp_path, extractor.get_config())
+    assert extract(loaded, text) == extract(extractor, text)
+
+
 @pytest.mark.parametrize(
     "features",
     [

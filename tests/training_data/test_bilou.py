@@ -11,6 +11,8 @@ from nlu_engine.training_data.bilou import (
     spans_to_entities,
     tag_without_prefix,
     tags_to_spans,
+    token_span,
+    trailing_punctuation,
 )
 
 
@@ -80,10 +82,44 @@ def test_misaligned_entities_get_no_bilou_tags_but_plain_tags_by_overlap():
     ]
 
 
-def test_misaligned_end():
+def test_punctuation_the_tokenizer_dropped_does_not_misalign():
     tokens = words("in Berlin.")
-    assert misaligned_entities(tokens, [{"entity": "c", "start": 3, "end": 10}]) != []
+    with_dot = {"entity": "c", "start": 3, "end": 10}
+    assert misaligned_entities(tokens, [with_dot]) == []
     assert misaligned_entities(tokens, [{"entity": "c", "start": 3, "end": 9}]) == []
+    assert misaligned_entities(tokens, [{"entity": "c", "start": 4, "end": 10}]) != []  # cuts "Berlin"
+    assert misaligned_entities(tokens, [{"entity": "c", "start": 9, "end": 10}]) != []  # covers no token
+    assert entity_tags(tokens, [with_dot]) == ["O", "U-c"]
+    text = "convert u. s. d. to yen"
+    usd = entity("currency", text, "u. s. d.")
+    assert token_span(words(text), usd["start"], usd["end"]) == (1, 3)
+    assert entity_tags(words(text), [usd]) == ["O", "B-currency", "I-currency", "L-currency", "O", "O"]
+
+
+def test_trailing_punctuation_is_learned_per_type_and_given_back():
+    def example(text, *annotated):
+        return text, words(text), [entity(kind, text, surface) for kind, surface in annotated]
+
+    examples = [
+        example("convert u. s. d. to yen", ("currency", "u. s. d.")),
+        example("how many g. b. p. for a dollar", ("currency", "g. b. p.")),
+        example("u. s. d. or yen.", ("currency", "u. s. d."), ("currency", "yen")),
+        example("fly to Paris.", ("city", "Paris")),
+        example("fly to Rome. now", ("city", "Rome")),
+        example("fly to Oslo now", ("city", "Oslo")),  # nothing dropped after "Oslo": no vote
+    ]
+    keys = trailing_punctuation(examples)
+    assert keys == ["currency\tinitial"]  # "yen." and the cities exclude the dot
+
+    text = "is u. s. d. up in Paris."
+    tokens = words(text)  # is u s d up in Paris
+    tags = ["O", "B-currency", "I-currency", "L-currency", "O", "O", "U-city"]
+    found = spans_to_entities(text, tokens, tags, trailing=keys)
+    assert [(e["entity"], e["value"], e["end"]) for e in found] == [
+        ("currency", "u. s. d.", 11), ("city", "Paris", 23),
+    ]
+    without = spans_to_entities(text, tokens, tags)
+    assert [e["value"] for e in without] == ["u. s. d", "Paris"]
 
 
 @pytest.mark.parametrize(

@@ -287,6 +287,10 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 else:
                     vocabulary = ["O", *values]
                 self.tag_vocab_[kind] = vocabulary
+        self.trailing_punctuation_: list[str] = (
+            bilou.trailing_punctuation((m.text, m.tokens.get(TEXT, []), m.entities) for m in examples)
+            if self.BILOU_flag and "entity" in self.tag_vocab_ else []
+        )
 
     def _label_features(self, examples: list[Message]) -> np.ndarray:
         """A bag of the intent attribute's features per intent, or one-hot when there are none."""
@@ -432,6 +436,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             extractor="DIETClassifier",
             bilou=self.BILOU_flag,
             split_entities_by_comma=self.split_entities_by_comma,
+            trailing=self.trailing_punctuation_,
         )
 
     # --- persistence ----------------------------------------------------------------------
@@ -448,6 +453,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             "format": WEIGHTS_FORMAT,
             "intents": self.intents_,
             "tag_vocabularies": self.tag_vocab_,
+            "trailing_punctuation": self.trailing_punctuation_,
             "seq_vocab": self.seq_vocab_,
             "sent_vocab": self.sent_vocab_,
             "dense_seq_dim": self.dense_seq_dim_,
@@ -469,6 +475,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             )
         component.intents_ = [str(i) for i in state["intents"]]
         component.tag_vocab_ = {str(k): [str(t) for t in v] for k, v in state["tag_vocabularies"].items()}
+        component.trailing_punctuation_ = [str(k) for k in state.get("trailing_punctuation", [])]
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})

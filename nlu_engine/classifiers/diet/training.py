@@ -30,6 +30,9 @@ from nlu_engine.classifiers.diet.optimizer import LazyAdam
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.component import DIETClassifier
 
+# training examples decoded for the tag F1 the progress bar shows (see ``fit``)
+MONITORED_EXAMPLES = 512
+
 
 def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.TensorSpec]:
     """The dynamic-shape signature of a batch (see ``batching.make_batch``)."""
@@ -115,6 +118,11 @@ def compiled_predict(network: DIETNetwork, component: DIETClassifier):
         return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     function = tf.function(network.predict_batch, input_signature=[signature])
     return lambda batch: function({k: batch[k] for k in signature})
+
+
+def decodes_after(epoch: int, epochs: int) -> bool:
+    """Whether the tag F1 is decoded after ``epoch`` (from 0): about 20 times, and at the end."""
+    return (epoch + 1) % max(1, epochs // 20) == 0 or epoch == epochs - 1
 
 
 def _holdout(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
@@ -317,6 +325,16 @@ def fit(
         return outs
     predict = compiled_predict(network, component)
     kinds = list(component.tag_vocab_)
+    # The tag F1 of the progress bar and history is Viterbi decoding, as in prediction, of a
+    # fixed sample of training examples, on about 20 epochs of a training. The argmax of the tag
+    # logits, which each step could afford, says little under a CRF: it read 0.45 where decoding
+    # scored 0.98 (NLU-Evaluation-Data KFold_1, 20 epochs).
+    monitor = None
+    if kinds:
+        size = min(MONITORED_EXAMPLES, len(encoded))
+        sample = np.random.default_rng(seed).choice(len(encoded), size, replace=False)
+        monitor = _subset(encoded, np.sort(sample))
+    decoded: dict[str, float] = {}
     writer = None
     if component.tensorboard_log_directory:
         writer = tf.summary.create_file_writer(component.tensorboard_log_directory)
@@ -354,16 +372,16 @@ def fit(
         metrics = {"t_loss": sums.get("t_loss", 0.0) / max(steps, 1) + table_penalty}
         if "i_acc" in sums:
             metrics["i_acc"] = sums["i_acc"] / steps
-        for kind in kinds:
-            k = kind[0]
-            denominator = sums.get(f"{k}_pred", 0.0) + sums.get(f"{k}_gold", 0.0)
-            metrics[f"{k}_f1"] = 2 * sums.get(f"{k}_tp", 0.0) / denominator if denominator else 0.0
+        if monitor is not None and decodes_after(epoch, epochs):
+            scores = evaluate(predict, monitor, kinds)
+            decoded = {f"{kind[0]}_f1": float(scores[f"{kind[0]}_f1"]) for kind in kinds}
+            metrics.update(decoded)
         if "m_acc" in sums:
             metrics["m_acc"] = sums["m_acc"] / steps
         _return_free_memory()
         seconds = round(time.perf_counter() - epoch_start, 3)
         history["epochs"].append({**{k: round(v, 4) for k, v in metrics.items()}, "seconds": seconds})
-        bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()})
+        bar.set_postfix({k: f"{v:.3f}" for k, v in {**decoded, **metrics}.items()})
         if writer:
             with writer.as_default():
                 for key, value in metrics.items():

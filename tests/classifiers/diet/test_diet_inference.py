@@ -176,3 +176,33 @@ def test_micro_batches_accumulate_to_the_whole_batch_update(featurized) -> None:
     assert weights[0].keys() == weights[1].keys()
     for name in weights[0]:
         np.testing.assert_allclose(weights[1][name], weights[0][name], atol=5e-3, err_msg=name)
+
+
+def test_progress_entity_f1_is_decoded_training_examples(featurized) -> None:
+    """The history's tag F1 is Viterbi decoding of training examples, as prediction decodes."""
+    from nlu_engine.message import TEXT
+    from nlu_engine.training_data import bilou
+
+    _, data = featurized
+    component = DIETClassifier(epochs=12, transformer_size=32, learning_rate=0.01, show_progress=False)
+    component.train(data)
+    epochs = component.history_["epochs"]
+    assert all("e_f1" in e for e in epochs)
+    examples = [m for m in data.messages if m.intent and m.tokens.get(TEXT)]
+    counts = np.zeros(3)
+    vocabulary = {tag: i for i, tag in enumerate(component.tag_vocab_["entity"])}
+    for message, result in zip(examples, component.predict_arrays(examples), strict=True):
+        gold = np.array([vocabulary[t] for t in bilou.entity_tags(message.tokens[TEXT], message.entities)])
+        predicted = result["tags_entity"]
+        counts += [((predicted == gold) & (gold > 0)).sum(), (predicted > 0).sum(), (gold > 0).sum()]
+    f1 = 2 * counts[0] / (counts[1] + counts[2])
+    assert f1 > 0.5  # something is learned
+    assert epochs[-1]["e_f1"] == pytest.approx(f1, abs=0.02)  # weights are rounded after training
+
+
+def test_tag_f1_decoded_about_twenty_times_and_at_the_end() -> None:
+    from nlu_engine.classifiers.diet.training import decodes_after
+
+    assert [e for e in range(12) if decodes_after(e, 12)] == list(range(12))
+    assert [e + 1 for e in range(50) if decodes_after(e, 50)] == [*range(2, 49, 2), 50]
+    assert sum(decodes_after(e, 300) for e in range(300)) == 20

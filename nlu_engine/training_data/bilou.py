@@ -36,6 +36,9 @@ BILOU_PREFIXES = (BEGIN, INSIDE, LAST, UNIT)
 TagName = Literal["entity", "role", "group"]
 # Characters that may sit between two tokens of one entity when entities are not split by comma.
 SINGLE_ENTITY_JOINERS = frozenset(".,; ")
+# A single annotation is no rule: SNIPS's one "[keep their heads ringin'](object_name)" would
+# otherwise extend every object_name over a following quote.
+TRAILING_MIN_MARGIN = 2
 
 
 def bilou_prefix(tag: str) -> str | None:
@@ -132,9 +135,10 @@ def _punctuation_key(label: str, token: Token) -> str:
 def trailing_punctuation(
     examples: Iterable[tuple[str, Sequence[Token], Sequence[Mapping[str, Any]]]],
 ) -> list[str]:
-    """Keys (entity type, kind of last token) whose annotations mostly include the punctuation
-    the tokenizer dropped right after their last token; ``spans_to_entities`` then extends
-    predicted entities of that key over it. ``examples`` are (text, tokens, entities)."""
+    """Keys (entity type, kind of last token) whose annotations include the punctuation the
+    tokenizer dropped right after their last token at least ``TRAILING_MIN_MARGIN`` times more
+    often than they exclude it; ``spans_to_entities`` then extends predicted entities of that key
+    over it. ``examples`` are (text, tokens, entities)."""
     votes: Counter[str] = Counter()
     for text, tokens, entities in examples:
         for e in entities:
@@ -146,7 +150,7 @@ def trailing_punctuation(
             if not _dropped_after(text, tokens, last):
                 continue
             votes[_punctuation_key(str(label), tokens[last])] += 1 if int(e["end"]) > tokens[last].end else -1
-    return sorted(key for key, vote in votes.items() if vote > 0)
+    return sorted(key for key, vote in votes.items() if vote >= TRAILING_MIN_MARGIN)
 
 
 # --- tags -> spans ---------------------------------------------------------------------------

@@ -35,7 +35,7 @@ test-slow: install
 	$(BIN)/python -m pytest -q -m slow
 
 lint: install
-	$(BIN)/ruff check nlu_engine tests
+	$(BIN)/ruff check nlu_engine tests benchmarks examples setup.py
 
 clean:
 	rm -rf $(VENV) models results build *.egg-info

@@ -1,5 +1,7 @@
 """Packaging for nlu_engine (metadata lives here; tool config in pyproject.toml)."""
 
+from pathlib import Path
+
 from setuptools import find_packages, setup
 
 EXTRAS = {
@@ -16,7 +18,7 @@ setup(
     name="nlu-engine",
     version="0.1.0",
     description="Intent classification and entity extraction for chatbots (DIET), Rasa NLU compatible",
-    long_description=open("README.md", encoding="utf-8").read(),
+    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["nlu_engine", "nlu_engine.*"]),

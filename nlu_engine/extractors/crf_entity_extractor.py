@@ -186,7 +186,7 @@ class CRFEntityExtractor(EntityExtractor):
         self.order_: list[str] = []
         self.models_: dict[str, bytes] = {}
         self._taggers: dict[str, Any] = {}
-        self.trailing_punctuation_: list[str] = []
+        self.trailing_punctuation_: dict[str, str] = {}
         examples = [m for m in data.messages if m.tokens.get(TEXT)]
         if not any(m.entities for m in examples):
             return
@@ -329,7 +329,7 @@ class CRFEntityExtractor(EntityExtractor):
         state = {
             "order": order,
             "labels": labels,
-            "trailing_punctuation": getattr(self, "trailing_punctuation_", []),
+            "trailing_punctuation": getattr(self, "trailing_punctuation_", {}),
         }
         (Path(directory) / STATE_FILE).write_text(json.dumps(state, indent=1))
 
@@ -343,7 +343,9 @@ class CRFEntityExtractor(EntityExtractor):
         if unknown:
             raise ValueError(f"{STATE_FILE}: unknown CRF names {unknown}")
         extractor.order_ = order
-        extractor.trailing_punctuation_ = [str(k) for k in state.get("trailing_punctuation", [])]
+        extractor.trailing_punctuation_ = bilou.stored_trailing_punctuation(
+            state.get("trailing_punctuation"), STATE_FILE
+        )
         extractor.models_ = {name: (Path(directory) / f"{name}.crfsuite").read_bytes() for name in order}
         extractor._open_taggers()
         return extractor

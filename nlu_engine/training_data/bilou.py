@@ -25,7 +25,7 @@ entity dicts with Rasa's rules (``EntityExtractorMixin.convert_predictions_into_
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from nlu_engine.message import Token
@@ -134,12 +134,14 @@ def _punctuation_key(label: str, token: Token) -> str:
 
 def trailing_punctuation(
     examples: Iterable[tuple[str, Sequence[Token], Sequence[Mapping[str, Any]]]],
-) -> list[str]:
+) -> dict[str, str]:
     """Keys (entity type, kind of last token) whose annotations include the punctuation the
     tokenizer dropped right after their last token at least ``TRAILING_MIN_MARGIN`` times more
-    often than they exclude it; ``spans_to_entities`` then extends predicted entities of that key
-    over it. ``examples`` are (text, tokens, entities)."""
+    often than they exclude it, each with the characters those annotations included;
+    ``spans_to_entities`` then extends predicted entities of that key over a run of those
+    characters (``u. s. d.,`` gives ``u. s. d.``). ``examples`` are (text, tokens, entities)."""
     votes: Counter[str] = Counter()
+    included: defaultdict[str, set[str]] = defaultdict(set)
     for text, tokens, entities in examples:
         for e in entities:
             label = e.get("entity")
@@ -149,8 +151,17 @@ def trailing_punctuation(
             last = span[1]
             if not _dropped_after(text, tokens, last):
                 continue
-            votes[_punctuation_key(str(label), tokens[last])] += 1 if int(e["end"]) > tokens[last].end else -1
-    return sorted(key for key, vote in votes.items() if vote >= TRAILING_MIN_MARGIN)
+            key = _punctuation_key(str(label), tokens[last])
+            if int(e["end"]) > tokens[last].end:
+                votes[key] += 1
+                included[key].update(text[tokens[last].end : int(e["end"])])
+            else:
+                votes[key] -= 1
+    return {
+        key: "".join(sorted(included[key]))
+        for key, vote in sorted(votes.items())
+        if vote >= TRAILING_MIN_MARGIN
+    }
 
 
 # --- tags -> spans ---------------------------------------------------------------------------
@@ -252,6 +263,17 @@ def tags_to_spans(tags: Sequence[str], bilou: bool = True) -> list[tuple[str, in
     return spans
 
 
+def stored_trailing_punctuation(value: Any, where: str) -> dict[str, str]:
+    """The ``trailing_punctuation`` map read back from a model file (absent: no rule)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValueError(f"{where}: 'trailing_punctuation' must map entity keys to characters")
+    return dict(value)
+
+
 # --- tags -> entities ------------------------------------------------------------------------
 def spans_to_entities(
     text: str,
@@ -262,7 +284,7 @@ def spans_to_entities(
     extractor: str | None = None,
     split_entities_by_comma: bool | Mapping[str, bool] = True,
     bilou: bool = True,
-    trailing: Collection[str] = (),
+    trailing: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Entity dicts from per-token predictions (the module docstring gives the rules).
 
@@ -278,8 +300,8 @@ def spans_to_entities(
             all types or ``{type: bool}`` (a missing type uses ``True``, Rasa's default; the
             key ``"split_entities_by_comma"`` in the mapping sets that default).
         bilou: whether the tags carry BILOU prefixes (they are repaired first).
-        trailing: keys from ``trailing_punctuation``: an entity of such a key ends after the
-            punctuation the tokenizer dropped right after its last token.
+        trailing: from ``trailing_punctuation``: an entity of such a key ends after the run of
+            its characters that the tokenizer dropped right after its last token.
 
     Returns:
         ``[{"entity", "start", "end", "value", "confidence_entity"?, "role"?,
@@ -316,8 +338,11 @@ def spans_to_entities(
             text, tokens, first, last, attribute_tags, _splits(split_entities_by_comma, label), bilou
         ):
             entity = _entity(text, tokens, label, piece_first, piece_last, attribute_tags, confidences)
-            if trailing and _punctuation_key(label, tokens[piece_last]) in trailing:
-                entity["end"] += len(_dropped_after(text, tokens, piece_last))
+            chars = trailing.get(_punctuation_key(label, tokens[piece_last])) if trailing else None
+            if chars:
+                tail = _dropped_after(text, tokens, piece_last)
+                run = len(tail) - len(tail.lstrip(chars))
+                entity["end"] += run
                 entity["value"] = text[entity["start"] : entity["end"]]
             entities.append(entity)
     for entity in entities:

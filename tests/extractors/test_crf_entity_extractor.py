@@ -233,7 +233,7 @@ def test_initials_keep_their_final_dot_through_training_and_loading(tmp_path: Pa
     examples += [("fly", f"fly to [{c}](city).") for c in CITIES]
     extractor = CRFEntityExtractor()
     extractor.train(training_data(examples))
-    assert extractor.trailing_punctuation_ == ["currency\tinitial"]
+    assert extractor.trailing_punctuation_ == {"currency\tinitial": "."}
     text = "convert j. p. y. to u. s. d. now"
     expected = [("currency", "j. p. y."), ("currency", "u. s. d.")]
     assert [(e["entity"], e["value"]) for e in extract(extractor, text)] == expected

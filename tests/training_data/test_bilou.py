@@ -9,6 +9,7 @@ from nlu_engine.training_data.bilou import (
     entity_tags,
     misaligned_entities,
     spans_to_entities,
+    stored_trailing_punctuation,
     tag_without_prefix,
     tags_to_spans,
     token_span,
@@ -110,7 +111,7 @@ def test_trailing_punctuation_is_learned_per_type_and_given_back():
         example("play keep their heads ringin'", ("song", "keep their heads ringin'")),  # one is no rule
     ]
     keys = trailing_punctuation(examples)
-    assert keys == ["currency\tinitial"]  # "yen." and the cities exclude the dot
+    assert keys == {"currency\tinitial": "."}  # "yen." and the cities exclude the dot
 
     text = "is u. s. d. up in Paris."
     tokens = words(text)  # is u s d up in Paris
@@ -121,6 +122,17 @@ def test_trailing_punctuation_is_learned_per_type_and_given_back():
     ]
     without = spans_to_entities(text, tokens, tags)
     assert [e["value"] for e in without] == ["u. s. d", "Paris"]
+    text = "u. s. d., or yen"  # only the characters the annotations included: not the comma
+    found = spans_to_entities(text, words(text), ["B-currency", "I-currency", "L-currency", "O", "O"],
+                              trailing=keys)
+    assert [e["value"] for e in found] == ["u. s. d."]
+
+
+def test_stored_trailing_punctuation_is_checked():
+    assert stored_trailing_punctuation(None, "diet.json") == {}
+    assert stored_trailing_punctuation({"currency\tinitial": "."}, "diet.json") == {"currency\tinitial": "."}
+    with pytest.raises(ValueError, match=r"diet\.json: 'trailing_punctuation' must map"):
+        stored_trailing_punctuation(["currency\tinitial"], "diet.json")
 
 
 @pytest.mark.parametrize(

@@ -287,9 +287,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 else:
                     vocabulary = ["O", *values]
                 self.tag_vocab_[kind] = vocabulary
-        self.trailing_punctuation_: list[str] = (
+        self.trailing_punctuation_: dict[str, str] = (
             bilou.trailing_punctuation((m.text, m.tokens.get(TEXT, []), m.entities) for m in examples)
-            if self.BILOU_flag and "entity" in self.tag_vocab_ else []
+            if self.BILOU_flag and "entity" in self.tag_vocab_ else {}
         )
 
     def _label_features(self, examples: list[Message]) -> np.ndarray:
@@ -475,7 +475,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             )
         component.intents_ = [str(i) for i in state["intents"]]
         component.tag_vocab_ = {str(k): [str(t) for t in v] for k, v in state["tag_vocabularies"].items()}
-        component.trailing_punctuation_ = [str(k) for k in state.get("trailing_punctuation", [])]
+        component.trailing_punctuation_ = bilou.stored_trailing_punctuation(
+            state.get("trailing_punctuation"), "diet.json"
+        )
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})

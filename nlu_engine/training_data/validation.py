@@ -7,7 +7,8 @@
 - intents with fewer than two examples (they cannot be split or learned);
 - examples with empty text, and examples without an intent;
 - entity annotations with whitespace at their edges, and — given a ``tokenize`` function —
-  annotations that do not fall on token boundaries (tag-based extractors skip those).
+  annotations that cut a token (tag-based extractors skip those; an annotation that only
+  reaches over punctuation the tokenizer drops, as in ``u. s. d.``, is fine).
 """
 
 from __future__ import annotations

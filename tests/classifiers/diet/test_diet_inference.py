@@ -206,3 +206,29 @@ def test_tag_f1_decoded_about_twenty_times_and_at_the_end() -> None:
     assert [e for e in range(12) if decodes_after(e, 12)] == list(range(12))
     assert [e + 1 for e in range(50) if decodes_after(e, 50)] == [*range(2, 49, 2), 50]
     assert sum(decodes_after(e, 300) for e in range(300)) == 20
+
+
+def test_trailing_punctuation_rule_survives_saving_and_loading(tmp_path: Path) -> None:
+    """DIET learns that currency initials keep their final dot, stores the rule in diet.json
+    and gives the dot back after loading."""
+    import nlu_engine
+
+    currencies = ["u. s. d.", "g. b. p.", "e. u. r.", "j. p. y."]
+    lines = ["version: '3.1'", "nlu:", "- intent: convert", "  examples: |"]
+    lines += [f"    - convert [{a}](currency) to [{b}](currency) now"
+              for a in currencies for b in currencies if a != b]
+    lines += ["- intent: greet", "  examples: |", "    - hello there", "    - good morning", "    - hi"]
+    data = tmp_path / "nlu.yml"
+    data.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = tmp_path / "config.yml"
+    config.write_text(
+        "language: en\npipeline:\n- name: WhitespaceTokenizer\n- name: CountVectorsFeaturizer\n"
+        "- name: DIETClassifier\n  epochs: 30\n  transformer_size: 32\n  learning_rate: 0.01\n",
+        encoding="utf-8",
+    )
+    archive = nlu_engine.train(str(config), str(data), out=str(tmp_path / "models"), fixed_model_name="m")
+    model = nlu_engine.load(archive)
+    [diet] = [c for c in model.pipeline.components if isinstance(c, DIETClassifier)]
+    assert diet.trailing_punctuation_ == {"currency\tinitial": "."}
+    parsed = model.parse("convert j. p. y. to u. s. d. now")
+    assert [e["value"] for e in parsed["entities"]] == ["j. p. y.", "u. s. d."]

@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
+DEFAULT_PIPELINE = Path(__file__).resolve().parents[3] / "pipelines" / "diet.yml"
+# build the default pipeline (this imports DIETClassifier's module, not TensorFlow) and report
 SNIPPET = (
-    "import os, sys; import nlu_engine.classifiers.diet; "
+    "import os, sys; from nlu_engine.config import load_config; "
+    "from nlu_engine.pipeline import Pipeline; "
+    f"Pipeline.build(load_config({str(DEFAULT_PIPELINE)!r}, None)); "
     "print(os.environ.get('TF_ENABLE_ONEDNN_OPTS'), 'tensorflow' in sys.modules)"
 )
 
@@ -18,7 +23,7 @@ def _run(env: dict[str, str]) -> str:
     return done.stdout.strip()
 
 
-def test_importing_diet_turns_onednn_off_without_importing_tensorflow() -> None:
+def test_building_a_diet_pipeline_turns_onednn_off_before_tensorflow_is_imported() -> None:
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     assert _run(env) == "0 False"
 

@@ -14,6 +14,29 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+_SQRT_HALF = 0.7071067811865476  # 1 / sqrt(2)
+_INV_SQRT_2PI = 0.3989422804014327  # 1 / sqrt(2 pi)
+
+
+@tf.custom_gradient
+def gelu(x: tf.Tensor) -> tuple[tf.Tensor, Callable]:
+    """Exact (erf) gelu, x * Phi(x), the values of ``keras.activations.gelu``'s default.
+
+    Written out with its own gradient, dy * (Phi(x) + x * phi(x)), which reuses the forward
+    pass's Phi(x). Keras's and ``tf.nn.gelu``'s (erfc of -x / sqrt 2, differentiated op by
+    op) took about twice as long forward and backward: on a [768, 1024] activation, 2.3-2.6 ms
+    against 1.0-1.3 ms (2-core AMD EPYC).
+
+    x [...] -> [...]
+    """
+    cdf = 0.5 + 0.5 * tf.math.erf(x * _SQRT_HALF)  # Phi(x)
+
+    def gradient(dy: tf.Tensor) -> tf.Tensor:
+        pdf = _INV_SQRT_2PI * tf.exp(-0.5 * tf.square(x))  # phi(x)
+        return dy * (cdf + x * pdf)
+
+    return x * cdf, gradient
+
 
 def connection_mask(input_dim: int, units: int, density: float, rng: np.random.Generator) -> np.ndarray:
     """Binary float32 mask [input_dim, units]: Bernoulli(density) OR a tiled identity.
@@ -116,6 +139,48 @@ class RandomlyConnectedDense(keras.layers.Layer):
         return config
 
 
+class Dropout(keras.layers.Layer):
+    """Inverted dropout whose keep mask costs half the random numbers of Keras's.
+
+    Keras draws one float per element (a Philox counter yields four 32-bit numbers); here each
+    32-bit draw is split into two 16-bit ones, and an element is dropped when its 16-bit number
+    is below ``round(rate * 65536)``: the rate is exact to 1/65,536. On a [768, 1024]
+    activation, forward and backward, Keras's dropout took 2.1 ms and this one 1.3 ms (2-core
+    AMD EPYC); Philox random numbers were 6 % of a SNIPS training epoch's CPU time. Seeded
+    from Keras's global seed like ``keras.layers.Dropout``, so seeded runs stay reproducible.
+
+    x [..., D] -> [..., D] (kept values scaled by 1 / (1 - rate); identity unless training)
+    """
+
+    def __init__(self, rate: float, **kwargs) -> None:
+        super().__init__(**kwargs)
+        if not 0.0 <= rate < 1.0:
+            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        self.rate = float(rate)
+        self.threshold = min(65535, round(self.rate * 65536))
+        self.seed_generator = keras.random.SeedGenerator() if rate > 0 else None
+
+    def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
+        if not training or self.seed_generator is None:
+            return x
+        width = int(x.shape[-1])  # static: every DIET activation has a known width
+        pairs = -(-width // 2)  # 32-bit draws per row
+        rows = tf.reduce_prod(tf.shape(x)[:-1])
+        bits = tf.random.stateless_uniform(
+            tf.stack([rows, pairs]), seed=self.seed_generator.next(), minval=None, maxval=None,
+            dtype=tf.int32,
+        )  # [N, ceil(D / 2)]
+        halves = tf.reshape(tf.bitcast(bits, tf.uint16), (rows, 2 * pairs))  # [N, 2 ceil(D/2)]
+        if 2 * pairs != width:
+            halves = halves[:, :width]  # [N, D]
+        keep = tf.reshape(halves >= tf.constant(self.threshold, tf.uint16), tf.shape(x))
+        scale = tf.constant(1.0 / (1.0 - self.rate), x.dtype)
+        return x * (tf.cast(keep, x.dtype) * scale)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "rate": self.rate}
+
+
 class Ffnn(keras.layers.Layer):
     """Feed-forward stack: per size, RandomlyConnectedDense(gelu, L2) then Dropout.
 
@@ -136,13 +201,13 @@ class Ffnn(keras.layers.Layer):
             RandomlyConnectedDense(
                 size,
                 density=density,
-                activation=keras.activations.gelu,
+                activation=gelu,
                 reg_lambda=reg_lambda,
                 name=f"hidden_{i}",
             )
             for i, size in enumerate(self.layer_sizes)
         ]
-        self.dropouts = [keras.layers.Dropout(dropout_rate) for _ in self.layer_sizes]
+        self.dropouts = [Dropout(dropout_rate) for _ in self.layer_sizes]
 
     def call(self, x: tf.Tensor, training: bool | None = None) -> tf.Tensor:
         for dense, dropout in zip(self.hidden, self.dropouts, strict=True):

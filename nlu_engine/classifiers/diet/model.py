@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from nlu_engine.classifiers.diet.crf import CRF
-from nlu_engine.classifiers.diet.layers import Embed, Ffnn, RandomlyConnectedDense
+from nlu_engine.classifiers.diet.layers import Dropout, Embed, Ffnn, RandomlyConnectedDense, gelu
 from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
 from nlu_engine.classifiers.diet.transformer import TransformerEncoder
 
@@ -106,12 +106,12 @@ class DIETNetwork(keras.Model):
         )
         hidden = _per_attribute(p["hidden_layers_sizes"])
         sparse_drop = drop if p["use_sparse_input_dropout"] else 0.0
-        self.dense_input_drop = keras.layers.Dropout(
+        self.dense_input_drop = Dropout(
             drop if p["use_dense_input_dropout"] else 0.0, name="dense_input_dropout"
         )
         # as Rasa's ConcatenateSparseDenseFeatures: dense input dropout also applies to the
         # sparse features once the embedding bags have made them dense
-        self.bag_output_drop = keras.layers.Dropout(
+        self.bag_output_drop = Dropout(
             drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
         )
         # --- text input: sparse -> dense, concatenated with dense features -------------------
@@ -241,7 +241,7 @@ class DIETNetwork(keras.Model):
         if self.num_layers == 0:
             return x
         h = self.transformer(x, mask, training=training)  # [B, T+1, U]
-        return keras.activations.gelu(h)
+        return gelu(h)
 
     def all_label_embeddings(self, training: bool):
         """Every intent's embedding [N, E] from its bag of label features."""

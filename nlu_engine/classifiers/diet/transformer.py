@@ -18,7 +18,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet.layers import RandomlyConnectedDense
+from nlu_engine.classifiers.diet.layers import Dropout, RandomlyConnectedDense, gelu
 
 _NEG_INF = -1e9
 
@@ -163,14 +163,14 @@ class TransformerEncoderLayer(keras.layers.Layer):
         super().__init__(**kwargs)
         self.attention_norm = keras.layers.LayerNormalization(epsilon=1e-6)
         self.attention = MultiHeadAttention(units, num_heads, density=density, **attention_kwargs)
-        self.attention_dropout = keras.layers.Dropout(dropout_rate)
+        self.attention_dropout = Dropout(dropout_rate)
         self.ffn_norm = keras.layers.LayerNormalization(epsilon=1e-6)
         self.ffn_in = RandomlyConnectedDense(
-            filter_units, density, activation=keras.activations.gelu, name="ffn_in"
+            filter_units, density, activation=gelu, name="ffn_in"
         )
-        self.ffn_dropout = keras.layers.Dropout(dropout_rate)
+        self.ffn_dropout = Dropout(dropout_rate)
         self.ffn_out = RandomlyConnectedDense(units, density, name="ffn_out")
-        self.output_dropout = keras.layers.Dropout(dropout_rate)
+        self.output_dropout = Dropout(dropout_rate)
 
     def call(
         self, x: tf.Tensor, attention_mask: tf.Tensor, training: bool | None = None
@@ -208,7 +208,7 @@ class TransformerEncoder(keras.layers.Layer):
         self.units = units
         self.unidirectional = unidirectional
         self.embedding = RandomlyConnectedDense(units, density, reg_lambda=reg_lambda, name="embedding")
-        self.embedding_dropout = keras.layers.Dropout(dropout_rate)
+        self.embedding_dropout = Dropout(dropout_rate)
         attention_kwargs = dict(
             attention_dropout_rate=attention_dropout_rate,
             unidirectional=unidirectional,

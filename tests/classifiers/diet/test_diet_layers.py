@@ -1,12 +1,20 @@
-"""RandomlyConnectedDense masks, Ffnn and Embed."""
+"""RandomlyConnectedDense masks, Ffnn and Embed; DIET's gelu and dropout."""
 
 from __future__ import annotations
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet.layers import Embed, Ffnn, RandomlyConnectedDense, connection_mask
+from nlu_engine.classifiers.diet.layers import (
+    Dropout,
+    Embed,
+    Ffnn,
+    RandomlyConnectedDense,
+    connection_mask,
+    gelu,
+)
 
 
 def _built(layer: keras.layers.Layer, input_dim: int) -> keras.layers.Layer:
@@ -86,3 +94,40 @@ def test_ffnn_and_embed_shapes() -> None:
     embed = Embed(20, reg_lambda=0.002)
     assert embed(np.ones((4, 7), np.float32)).shape == (4, 20)
     assert len(embed.losses) == 1 and len(embed.trainable_weights) == 2
+
+
+def test_gelu_values_and_gradient_match_keras() -> None:
+    x = tf.constant(np.linspace(-12.0, 12.0, 4001, dtype=np.float32))
+    with tf.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        ours, theirs = gelu(x), keras.activations.gelu(x)  # Keras's default: exact (erf)
+        ours_loss, theirs_loss = tf.reduce_sum(ours * x), tf.reduce_sum(theirs * x)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), atol=2e-6)
+    np.testing.assert_allclose(
+        tape.gradient(ours_loss, x).numpy(), tape.gradient(theirs_loss, x).numpy(), atol=2e-5
+    )
+    assert abs(float(gelu(tf.constant(1.0))) - 0.8413447) < 1e-6  # 1 * Phi(1)
+
+
+@pytest.mark.parametrize("width", [256, 7])
+def test_dropout_rate_scale_and_gradient(width: int) -> None:
+    keras.utils.set_random_seed(3)
+    layer = Dropout(0.2)
+    x = tf.ones((4000, width))
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = layer(x, training=True)
+        total = tf.reduce_sum(y)
+    values = y.numpy()
+    assert set(np.unique(values)) == {0.0, np.float32(1.25)}  # kept values scaled by 1 / 0.8
+    assert abs((values == 0).mean() - 0.2) < 0.01
+    np.testing.assert_array_equal(tape.gradient(total, x).numpy(), values)  # mask * scale
+    assert layer(x, training=False) is x and Dropout(0.0)(x, training=True) is x
+    # each call draws a new mask; the same seed draws the same masks again
+    second = layer(x, training=True).numpy()
+    assert (second != values).any()
+    keras.utils.set_random_seed(3)
+    again = Dropout(0.2)
+    np.testing.assert_array_equal(again(x, training=True).numpy(), values)
+    with pytest.raises(ValueError, match="rate"):
+        Dropout(1.0)

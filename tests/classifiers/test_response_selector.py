@@ -141,9 +141,9 @@ def trained(config: dict[str, Any], training_data: TrainingData) -> Pipeline:
 
 @pytest.fixture(scope="module")
 def faq_pipeline() -> Pipeline:
-    """LogisticRegression for the intent, ResponseSelector (defaults, 20 epochs) for faq keys."""
+    """LogisticRegression for the intent, ResponseSelector (defaults, 40 epochs) for faq keys."""
     faq_only = ("greet", "goodbye", "faq/ask_name", "faq/ask_weather", "faq/ask_age")
-    return trained(pipeline_config({"name": SELECTOR, "epochs": 20, **FAST}), data(faq_only))
+    return trained(pipeline_config({"name": SELECTOR, "epochs": 40, **FAST}), data(faq_only))
 
 
 @pytest.fixture(scope="module")

@@ -174,7 +174,13 @@ def test_micro_batches_accumulate_to_the_whole_batch_update(featurized) -> None:
         component.train(data)
         weights.append(component.weights_)
     assert weights[0].keys() == weights[1].keys()
-    for name in weights[0]:
+    # The label side's biases shift every intent's similarity by the same amount, and the loss
+    # here is a softmax over every intent, so their true gradient is zero: what they get is
+    # rounding, which Adam scales up to steps of the learning rate. Their values say nothing
+    # about accumulation; every other weight must agree.
+    shift_only = {"label_dense/bias", "label_embed/bias"}
+    assert shift_only <= weights[0].keys()
+    for name in weights[0].keys() - shift_only:
         np.testing.assert_allclose(weights[1][name], weights[0][name], atol=5e-3, err_msg=name)
 
 

@@ -24,11 +24,15 @@ def train(
     return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides))
 
 
-def load(path: str) -> Model:
-    """Load a model archive (``.tar.gz``) or a folder of archives (the newest is taken)."""
+def load(path: str, allow_components: list[str] | None = None) -> Model:
+    """Load a model archive (``.tar.gz``) or a folder of archives (the newest is taken).
+
+    A model is data: loading imports registered components only, plus the custom component
+    classes named in ``allow_components`` (``["my_package.module.MyComponent"]``) if you trust them.
+    """
     from nlu_engine.model import Model
 
-    return Model.load(path)
+    return Model.load(path, allow_components=allow_components)
 
 
 __all__ = ["__version__", "load", "train"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,18 @@ def train(
     return path
 
 
+def custom_components(config: str | Path | dict[str, Any] | PipelineConfig) -> list[str]:
+    """The custom component classes (import paths) a config names, for ``allow_components``.
+
+    The config is the user's own, so it is read and validated as for training (which imports
+    its custom components).
+    """
+    from nlu_engine.registry import COMPONENTS
+
+    cfg = config if isinstance(config, PipelineConfig) else load_config(config)
+    return [step.name for step in cfg.steps if step.name not in COMPONENTS]
+
+
 class Model:
     """A trained pipeline ready to parse messages."""
 
@@ -65,10 +77,18 @@ class Model:
         self.path = path
 
     @classmethod
-    def load(cls, path: str | Path) -> Model:
-        from nlu_engine.persistence import load_archive
+    def load(cls, path: str | Path, allow_components: Iterable[str] | str | None = None) -> Model:
+        """Load an archive, or a folder's newest archive.
 
-        pipeline, manifest, resolved = load_archive(Path(path))
+        An archive is data: it may name registered components, and custom component classes
+        only if they are in ``allow_components`` (import paths such as
+        ``my_package.module.MyComponent``); nothing else is imported.
+        """
+        from nlu_engine.persistence import load_archive
+        from nlu_engine.registry import allowed_components
+
+        allowed = allowed_components(allow_components)
+        pipeline, manifest, resolved = load_archive(Path(path), allowed)
         return cls(pipeline, manifest, resolved)
 
     @property

@@ -1,9 +1,12 @@
 """The model archive: ``manifest.json`` + one folder per component, as a ``.tar.gz``.
 
-Plain data only: JSON, ``.npz`` without object arrays and network weights as ``.npz``. Loading
-runs no code from the archive: members are checked before extraction (regular files and folders
-only, no links or devices, no path that leaves the extraction folder, bounded sizes), and the
-component classes it names must be registered or importable Component subclasses.
+Plain data only: JSON, ``.npz`` without object arrays and network weights as ``.npz``. An
+archive is data, never code. Before anything is written, every member header is checked (regular
+files and folders only: no links or devices, no path that leaves the extraction folder, declared
+sizes within the extraction limit), and so is the manifest: engine, versions, structure, and
+component names, each registered or allowed by the user (``--allow-component``), decided without
+importing anything. Extraction then counts the bytes it writes, stops at the limit and removes
+what it wrote.
 
 An archive is written to a temporary file beside the target and renamed into place, so a failed
 or interrupted training never leaves half an archive or replaces a good one.
@@ -11,10 +14,11 @@ or interrupted training never leaves half an archive or replaces a good one.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
 import shutil
-import sys
 import tarfile
 import tempfile
 import time
@@ -26,11 +30,17 @@ from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
 from nlu_engine.config import ComponentSpec, PipelineConfig, validate_params
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.pipeline import Pipeline
-from nlu_engine.registry import COMPONENTS, component_class
+from nlu_engine.registry import check_loadable, component_class_for_loading
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000
-MAX_TOTAL_BYTES = 4 * 1024**3
+MAX_UNPACKED_BYTES = 2 * 1024**3  # the default extraction limit, or RATIO_LIMIT x the archive
+RATIO_LIMIT = 200
+MAX_BYTES_ENV = "NLU_ENGINE_MAX_UNPACKED_BYTES"  # overrides the default limit, in bytes
+MAX_MANIFEST_BYTES = 64 * 1024**2
+CHUNK = 1024**2  # bytes per read while extracting
+MAX_READ = 16 * 1024**2  # the largest single read tarfile may make (a header is far smaller)
+MAX_TAIL = 1024**2  # padding allowed after the tar end marker
 
 
 def _read_umask() -> int:
@@ -92,64 +102,106 @@ def newest_archive(folder: Path) -> Path:
     return archives[-1]
 
 
-def extract_archive(path: Path, destination: Path) -> dict[str, Any]:
-    """Check every member, extract into ``destination`` and return the manifest."""
+def extraction_limit(path: Path, max_bytes: int | None = None) -> int:
+    """The most bytes an archive may unpack to.
+
+    ``max_bytes`` if given, else ``$NLU_ENGINE_MAX_UNPACKED_BYTES``, else the smaller of 2 GiB and
+    200 times the archive's size: model files (JSON, ``.npz`` weights) compress a few times at
+    most, while a decompression bomb compresses by a factor of a thousand.
+    """
+    if max_bytes is None:
+        text = os.environ.get(MAX_BYTES_ENV, "").strip()
+        if not text:
+            return min(MAX_UNPACKED_BYTES, RATIO_LIMIT * path.stat().st_size)
+        try:
+            max_bytes = int(text)
+        except ValueError:
+            max_bytes = 0
+        if max_bytes < 1:
+            raise ArchiveError(
+                f"${MAX_BYTES_ENV} = {text!r} is not a positive number of bytes; "
+                "set it to e.g. 4000000000 or unset it"
+            )
+    if max_bytes < 1:
+        raise ArchiveError(f"the extraction limit must be a positive number of bytes, not {max_bytes}")
+    return max_bytes
+
+
+def extract_archive(
+    path: Path,
+    destination: Path,
+    allow_components: frozenset[str] = frozenset(),
+    max_bytes: int | None = None,
+) -> dict[str, Any]:
+    """Check every member and the manifest, extract into ``destination``; return the manifest.
+
+    Nothing is written until every member header and the manifest have been checked (component
+    names included: registered, or in ``allow_components``). Writing stops at the extraction
+    limit (:func:`extraction_limit`), and a failed extraction removes what it wrote.
+    """
     if path.is_dir():
         path = newest_archive(path)
     if not path.is_file():
         raise ArchiveError(f"model archive '{path}' not found")
+    limit = extraction_limit(path, max_bytes)
     destination = destination.resolve()
     try:
-        with tarfile.open(path, "r:gz") as tar:
-            members = tar.getmembers()
-            _check_members(path, members, destination)
-            _read_to_end(tar)
-            tar.extractall(destination, members=members, filter="data")
+        with gzip.GzipFile(path, "rb") as stream, tarfile.open(
+            fileobj=_BoundedReads(stream), mode="r:"
+        ) as tar:
+            members = _scan_members(path, tar, destination, limit)
+            _read_to_end(path, tar)
+            manifest = _read_manifest(path, tar, members)
+            check_manifest(manifest, str(path), allow_components, members)
+            _extract_members(path, tar, members, destination, limit)
     except ArchiveError:
         raise
     except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
         raise ArchiveError(
             f"model archive '{path}' is not a readable .tar.gz ({error}); retrain or pick another"
         ) from None
-    manifest_path = destination / MANIFEST
-    if not manifest_path.is_file():
-        raise ArchiveError(f"model archive '{path}' has no {MANIFEST}; it is not an nlu_engine model")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ArchiveError(f"model archive '{path}': {MANIFEST} is not valid JSON ({error})") from None
-    if not isinstance(manifest, dict) or manifest.get("engine") != "nlu_engine":
-        raise ArchiveError(f"model archive '{path}': {MANIFEST} is not an nlu_engine manifest")
-    if _version(manifest.get("version", "0")) < _version(MINIMUM_COMPATIBLE_VERSION):
-        raise ArchiveError(
-            f"model archive '{path}' was trained by nlu_engine {manifest.get('version')}; this "
-            f"version loads models from {MINIMUM_COMPATIBLE_VERSION} on: retrain it"
-        )
     return manifest
 
 
-def _read_to_end(tar: tarfile.TarFile) -> None:
-    """Read the compressed stream to its end, so gzip checks its CRC and length.
+class _BoundedReads:
+    """The decompressed stream, refusing any single read larger than tarfile ever needs.
 
-    Reading stops at the tar end marker otherwise, and a corrupted stream that still inflates
-    would go unnoticed.
+    tarfile reads a pax or GNU long-name header whole, however large its declared size; the
+    cap keeps a header from becoming a memory bomb. File contents are read in chunks.
     """
-    stream = tar.fileobj
-    if stream is not None:
-        while stream.read(1 << 20):
-            pass
 
+    def __init__(self, stream: gzip.GzipFile) -> None:
+        self.stream = stream
 
-def _check_members(path: Path, members: list[tarfile.TarInfo], destination: Path) -> None:
-    if len(members) > MAX_MEMBERS:
-        raise ArchiveError(f"model archive '{path}' has {len(members)} members; refusing to load")
-    total = 0
-    for member in members:
-        name = PurePosixPath(member.name)
-        if not (member.isfile() or member.isdir()):
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0 or size > MAX_READ:
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' is a link or special file; "
-                "refusing to load"
+                f"model archive '{self.stream.name}' has a header of {size} bytes; refusing to load"
+            )
+        return self.stream.read(size)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self.stream.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.stream.tell()
+
+
+def _scan_members(
+    path: Path, tar: tarfile.TarFile, destination: Path, limit: int
+) -> list[tarfile.TarInfo]:
+    """Every member header, checked; stops at the first bad one, before reading further."""
+    members: list[tarfile.TarInfo] = []
+    names: set[str] = set()
+    declared = 0
+    while (member := tar.next()) is not None:
+        if len(members) >= MAX_MEMBERS:
+            raise ArchiveError(f"model archive '{path}' has over {MAX_MEMBERS} members; refusing to load")
+        name = PurePosixPath(member.name)
+        if not (member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
+            raise ArchiveError(
+                f"model archive '{path}': member '{member.name}' is a link or special file, not a "
+                "plain file or folder; refusing to load"
             )
         target = (destination / member.name).resolve()
         if name.is_absolute() or ".." in name.parts or not target.is_relative_to(destination):
@@ -157,9 +209,166 @@ def _check_members(path: Path, members: list[tarfile.TarInfo], destination: Path
                 f"model archive '{path}': member '{member.name}' would be written outside the "
                 "model folder; refusing to load"
             )
-        total += member.size
-        if total > MAX_TOTAL_BYTES:
-            raise ArchiveError(f"model archive '{path}' unpacks to over 4 GB; refusing to load")
+        key = target.relative_to(destination).as_posix()
+        if key in names or key == ".":
+            raise ArchiveError(
+                f"model archive '{path}': member '{member.name}' appears twice; refusing to load"
+            )
+        names.add(key)
+        declared += member.size if member.isfile() else 0
+        if declared > limit:
+            raise ArchiveError(
+                f"model archive '{path}' declares over {_size(limit)} of files, more than a model "
+                f"of its size unpacks to; refusing to load (raise ${MAX_BYTES_ENV} if you trust it)"
+            )
+        members.append(member)
+    return members
+
+
+def _read_to_end(path: Path, tar: tarfile.TarFile) -> None:
+    """Read the compressed stream to its end, so gzip checks its CRC and length.
+
+    Reading stops at the tar end marker otherwise, and a corrupted stream that still inflates
+    would go unnoticed. What follows the end marker is padding, so it must be short.
+    """
+    stream = tar.fileobj
+    assert stream is not None
+    tail = 0
+    while chunk := stream.read(CHUNK):
+        tail += len(chunk)
+        if tail > MAX_TAIL:
+            raise ArchiveError(
+                f"model archive '{path}' has data after its last member; refusing to load"
+            )
+
+
+def _read_manifest(path: Path, tar: tarfile.TarFile, members: list[tarfile.TarInfo]) -> Any:
+    member = next((m for m in members if m.isfile() and _normal(m.name) == MANIFEST), None)
+    if member is None:
+        raise ArchiveError(f"model archive '{path}' has no {MANIFEST}; it is not an nlu_engine model")
+    if member.size > MAX_MANIFEST_BYTES:
+        raise ArchiveError(
+            f"model archive '{path}': {MANIFEST} is {_size(member.size)}, over the "
+            f"{_size(MAX_MANIFEST_BYTES)} a manifest may have; refusing to load"
+        )
+    source = tar.extractfile(member)
+    assert source is not None
+    data = b"".join(iter(lambda: source.read(CHUNK), b""))
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+        detail = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        raise ArchiveError(f"model archive '{path}': {MANIFEST} is not valid JSON ({detail})") from None
+
+
+def check_manifest(
+    manifest: Any,
+    where: str,
+    allow_components: frozenset[str] = frozenset(),
+    members: list[tarfile.TarInfo] | None = None,
+) -> None:
+    """Engine, versions, structure and component names, all before anything is imported.
+
+    A component name must be registered or allowed by the user (:func:`check_loadable`); the
+    decision imports nothing. ``members`` (when given) must hold each component's folder.
+    """
+    if not isinstance(manifest, dict) or manifest.get("engine") != "nlu_engine":
+        raise ArchiveError(f"model archive '{where}': {MANIFEST} is not an nlu_engine manifest")
+    trained_by = str(manifest.get("version", "0"))
+    if _version(trained_by) < _version(MINIMUM_COMPATIBLE_VERSION):
+        raise ArchiveError(
+            f"model archive '{where}' was trained by nlu_engine {trained_by}; this "
+            f"version loads models from {MINIMUM_COMPATIBLE_VERSION} on: retrain it"
+        )
+    needs = str(manifest.get("minimum_compatible_version", MINIMUM_COMPATIBLE_VERSION))
+    if _version(needs) > _version(__version__):
+        raise ArchiveError(
+            f"model archive '{where}' needs nlu_engine {needs} or newer (this is {__version__}): "
+            "upgrade nlu_engine or retrain the model"
+        )
+    if not isinstance(manifest.get("language", "en"), str):
+        raise ArchiveError(f"model archive '{where}': the manifest's language is not a string")
+    steps = manifest.get("pipeline")
+    folders = manifest.get("components")
+    if not isinstance(steps, list) or not isinstance(folders, list) or len(steps) != len(folders):
+        raise ArchiveError(f"model archive '{where}': manifest pipeline and components disagree")
+    present = None if members is None else _folders(members)
+    for index, (raw, folder) in enumerate(zip(steps, folders, strict=True)):
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            raise ArchiveError(f"model archive '{where}': pipeline step {index + 1} has no name")
+        try:
+            check_loadable(raw["name"], allow_components)
+        except ConfigError as error:
+            raise ArchiveError(
+                f"model archive '{where}': pipeline step {index + 1}: {error}"
+            ) from None
+        if not isinstance(folder, str) or (present is not None and _normal(folder) not in present):
+            raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
+
+
+def _extract_members(
+    path: Path, tar: tarfile.TarFile, members: list[tarfile.TarInfo], destination: Path, limit: int
+) -> None:
+    """Write the checked members, counting bytes; on any failure remove what was written."""
+    created: list[Path] = []
+    written = 0
+    try:
+        _make_folder(destination, created)
+        for member in members:
+            target = destination / _normal(member.name)
+            if member.isdir():
+                _make_folder(target, created)
+                continue
+            _make_folder(target.parent, created)
+            source = tar.extractfile(member)
+            assert source is not None
+            with open(target, "xb") as out:
+                created.append(target)
+                while chunk := source.read(CHUNK):
+                    written += len(chunk)
+                    if written > limit:
+                        raise ArchiveError(
+                            f"model archive '{path}' unpacks to over {_size(limit)}; refusing "
+                            f"to load (raise ${MAX_BYTES_ENV} if you trust it)"
+                        )
+                    out.write(chunk)
+    except BaseException:
+        for item in reversed(created):
+            with contextlib.suppress(OSError):
+                item.rmdir() if item.is_dir() else item.unlink()
+        raise
+
+
+def _make_folder(folder: Path, created: list[Path]) -> None:
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for item in reversed(missing):
+        item.mkdir()
+        created.append(item)
+
+
+def _normal(name: str) -> str:
+    """A member name as a relative POSIX path without ``.`` parts or trailing slashes."""
+    return PurePosixPath(*[part for part in PurePosixPath(name).parts if part != "."]).as_posix()
+
+
+def _folders(members: list[tarfile.TarInfo]) -> set[str]:
+    """Every folder the members make: folder members and the parents of every member."""
+    folders = set()
+    for member in members:
+        name = PurePosixPath(_normal(member.name))
+        if member.isdir():
+            folders.add(name.as_posix())
+        folders.update(parent.as_posix() for parent in name.parents)
+    return folders
+
+
+def _size(count: int) -> str:
+    if count >= 10**9:
+        return f"{count / 1e9:.1f} GB"
+    return f"{count / 1e6:.1f} MB" if count >= 10**6 else f"{count} bytes"
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -169,28 +378,30 @@ def _version(text: str) -> tuple[int, ...]:
         return (0,)
 
 
-def load_pipeline(root: Path, manifest: dict[str, Any], where: str) -> Pipeline:
-    """Rebuild the components an extracted archive names, each from its own folder."""
-    steps_raw = manifest.get("pipeline")
-    folders = manifest.get("components")
-    if not isinstance(steps_raw, list) or not isinstance(folders, list) or len(steps_raw) != len(
-        folders
-    ):
-        raise ArchiveError(f"model archive '{where}': manifest pipeline and components disagree")
+def load_pipeline(
+    root: Path, manifest: dict[str, Any], where: str, allow_components: frozenset[str] = frozenset()
+) -> Pipeline:
+    """Rebuild the components an extracted archive names, each from its own folder.
+
+    The whole manifest is checked first, then every class is resolved and its parameters
+    validated, and only then is any component restored (which may import TensorFlow or spaCy).
+    """
+    check_manifest(manifest, where, allow_components)
+    language = manifest.get("language", "en")
     steps: list[ComponentSpec] = []
-    components = []
-    for index, (raw, folder) in enumerate(zip(steps_raw, folders, strict=True)):
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-            raise ArchiveError(f"model archive '{where}': pipeline step {index + 1} has no name")
+    for raw in manifest["pipeline"]:
         name = raw["name"]
-        _check_class_path(name, where)
         try:
-            cls = component_class(name)
+            cls = component_class_for_loading(name, allow_components)
             params = validate_params(
                 cls, {k: v for k, v in raw.items() if k != "name"}, f"{where}: {name}"
             )
         except ConfigError as error:
             raise ArchiveError(f"model archive '{where}': {error}") from None
+        steps.append(ComponentSpec(name=name, cls=cls, params=params))
+    components = []
+    for index, (step, folder) in enumerate(zip(steps, manifest["components"], strict=True)):
+        name, cls, params = step.name, step.cls, step.params
         directory = (root / str(folder)).resolve()
         if not directory.is_relative_to(root.resolve()) or not directory.is_dir():
             raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
@@ -204,42 +415,26 @@ def load_pipeline(root: Path, manifest: dict[str, Any], where: str) -> Pipeline:
                 f"({type(error).__name__}: {error}); retrain the model"
             ) from error
         component.index = index
-        component.language = manifest.get("language", "en")
-        steps.append(ComponentSpec(name=name, cls=cls, params=params))
+        component.language = language
         components.append(component)
-    config = PipelineConfig(language=manifest.get("language", "en"), steps=steps, source=where)
+    config = PipelineConfig(language=language, steps=steps, source=where)
     return Pipeline(config, components)
 
 
-def _check_class_path(name: str, where: str) -> None:
-    """Refuse a class path that cannot name a component before anything is imported.
+def load_archive(
+    path: Path, allow_components: frozenset[str] = frozenset(), max_bytes: int | None = None
+) -> tuple[Pipeline, dict[str, Any], Path]:
+    """Extract (to a temporary folder, removed afterwards) and rebuild a pipeline.
 
-    Importing a module runs its top-level code, so an archive must not make us import standard
-    library modules (``this``, ``antigravity``, ``os``...) or a ``__main__`` (``nlu_engine.__main__``
-    would run the command line).
+    ``allow_components``: the custom component classes the archive may import (see
+    :func:`nlu_engine.registry.allowed_components`); ``max_bytes``: see :func:`extraction_limit`.
     """
-    if name in COMPONENTS or "." not in name:
-        return  # the registry answers for plain names without importing anything
-    parts = name.split(".")
-    if (
-        not all(part.isidentifier() for part in parts)
-        or parts[0] in sys.stdlib_module_names
-        or "__main__" in parts
-    ):
-        raise ArchiveError(
-            f"model archive '{where}': '{name}' is not a registered component nor a custom "
-            "component's import path; refusing to load"
-        )
-
-
-def load_archive(path: Path) -> tuple[Pipeline, dict[str, Any], Path]:
-    """Extract (to a temporary folder, removed afterwards) and rebuild a pipeline."""
     if path.is_dir():
         path = newest_archive(path)
     tmp = Path(tempfile.mkdtemp(prefix="nlu-load-"))
     try:
-        manifest = extract_archive(path, tmp)
-        pipeline = load_pipeline(tmp, manifest, str(path))
+        manifest = extract_archive(path, tmp, allow_components, max_bytes)
+        pipeline = load_pipeline(tmp, manifest, str(path), allow_components)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return pipeline, manifest, path

@@ -2,12 +2,18 @@
 
 A custom component is named in YAML by its dotted import path
 (``my_package.module.MyComponent``) and needs no registration.
+
+Two ways in. :func:`component_class` serves training from the user's own config: a dotted path
+there is the user's code, and is imported (from the working directory too, as in Rasa).
+:func:`component_class_for_loading` serves model archives, which are data: it imports a dotted
+path only if the user allowed that exact name, and decides so before importing anything.
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from nlu_engine.component import Component
@@ -86,5 +92,54 @@ def component_class(name: str) -> type[Component]:
     return cls
 
 
-def registered_names() -> list[str]:
-    return sorted(COMPONENTS)
+def allowed_components(names: Iterable[str] | str | None) -> frozenset[str]:
+    """The custom component classes a user allows a model archive to import.
+
+    ``names`` are import paths (``my_package.module.MyComponent``); a single string counts as one
+    name. Registered names need no allowing and are dropped. Anything else is a ConfigError.
+    """
+    if names is None:
+        return frozenset()
+    if isinstance(names, str):
+        names = [names]
+    allowed = set()
+    for name in names:
+        if not isinstance(name, str):
+            raise ConfigError(f"an allowed component must be a class path string, got {name!r}")
+        if name in COMPONENTS:
+            continue
+        parts = name.split(".")
+        if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+            raise ConfigError(
+                f"allowed component '{name}' is not a registered component nor an import path; "
+                "write it as my_package.module.MyComponent"
+            )
+        allowed.add(name)
+    return frozenset(allowed)
+
+
+def check_loadable(name: object, allowed: frozenset[str]) -> str:
+    """``name`` if an archive may use it (registered, or allowed by the user); ConfigError if not.
+
+    Imports nothing and leaves ``sys.path`` alone: the decision comes first.
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"component name must be a non-empty string, got {name!r}")
+    if name in COMPONENTS or name in allowed:
+        return name
+    if "." not in name:
+        raise ConfigError(
+            f"unknown component '{name}'{closest(name, COMPONENTS)}; this version registers "
+            f"{', '.join(sorted(COMPONENTS))}"
+        )
+    shown = name if name.isprintable() and len(name) <= 200 else repr(name[:200])
+    raise ConfigError(
+        f"component '{shown}' is not registered; a model may import a custom component only if "
+        f"you allow it: pass --allow-component {shown} (Python: allow_components=['{shown}']) "
+        "if you trust that code"
+    )
+
+
+def component_class_for_loading(name: str, allowed: frozenset[str]) -> type[Component]:
+    """The class a model archive names: a registered one, or a custom one the user allowed."""
+    return component_class(check_loadable(name, allowed))

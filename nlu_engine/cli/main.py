@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nlu_engine import __version__
+from nlu_engine.cli import allow
 from nlu_engine.errors import NLUError
 
 DEFAULT_MODELS = "models"
@@ -50,12 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("text", nargs="?", help="the message; omit to read stdin")
     parse.add_argument("-m", "--model", default=DEFAULT_MODELS, help="archive or folder (newest)")
     parse.add_argument("--batch-size", type=int, default=64)
+    allow.add_arguments(parse)
     parse.set_defaults(func=cmd_parse)
 
     shell = commands.add_parser("shell", help="type messages and read the parse")
     shell.add_argument("-m", "--model", default=DEFAULT_MODELS)
     shell.add_argument("--server", default=None, help="URL of a running nlu-engine server")
     shell.add_argument("--token", default=None, help="auth token for --server")
+    allow.add_arguments(shell)
     shell.set_defaults(func=cmd_shell)
 
     data = commands.add_parser("data", help="validate, convert and split training data")
@@ -113,7 +116,7 @@ def _read_lines(stream: Any, batch_size: int) -> Iterator[list[str]]:
 def cmd_parse(args: argparse.Namespace) -> int:
     from nlu_engine.model import Model
 
-    model = Model.load(args.model)
+    model = Model.load(args.model, allow.allowed(args.allow_component, args.config))
     if args.text is not None:
         print(json.dumps(model.parse(args.text), ensure_ascii=False, indent=2))
         return 0
@@ -151,7 +154,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
     else:
         from nlu_engine.model import Model
 
-        parse = Model.load(args.model).parse
+        parse = Model.load(args.model, allow.allowed(args.allow_component, args.config)).parse
     print("Type a message and press enter (Ctrl-D to quit; /json for the full JSON).")
     show_json = False
     answered = False

@@ -9,6 +9,7 @@ import argparse
 import os
 from typing import Any
 
+from nlu_engine.cli import allow
 from nlu_engine.errors import NLUError
 
 
@@ -19,7 +20,9 @@ def register(commands: Any) -> None:
         aliases=["run"],
         help="serve /model/parse over HTTP (like rasa run --enable-api)",
         description="Serve the model over HTTP: POST /model/parse, /model/parse/batch, GET /status, "
-        "/version, /health, /openapi.json; PUT /model reloads an archive from the models folder.",
+        "/, /version, /health, /openapi.json; PUT /model loads an archive from the models folder, "
+        "DELETE /model unloads it. With --auth-token or --jwt-secret every endpoint but "
+        "/, /version, /health and /openapi.json needs the token.",
     )
     serve.add_argument("-m", "--model", default="models",
                        help="archive, or folder whose newest archive is served; the folder (or the "
@@ -28,8 +31,8 @@ def register(commands: Any) -> None:
                        help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all interfaces)")
     serve.add_argument("-p", "--port", type=int, default=5005, help="port (default: 5005)")
     serve.add_argument("--auth-token", default=None,
-                       help="require this token as ?token= or 'Authorization: Bearer' "
-                            "(all endpoints but /, /version, /health, /openapi.json); "
+                       help="require this token as ?token= or 'Authorization: Bearer' on every "
+                            "endpoint but /, /version, /health and /openapi.json; "
                             "default: $NLU_ENGINE_AUTH_TOKEN")
     serve.add_argument("--jwt-secret", default=None,
                        help="also accept HS256 JWTs signed with this secret as 'Authorization: Bearer'; "
@@ -58,6 +61,7 @@ def register(commands: Any) -> None:
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument("--enable-api", action="store_true",
                        help="accepted for Rasa compatibility; the API is always on")
+    allow.add_arguments(serve)
     serve.set_defaults(func=cmd_serve)
 
 
@@ -71,6 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ) from None
     from nlu_engine.server.run import serve
 
+    allowed = allow.allowed(args.allow_component, args.config)
     serve(
         model=args.model,
         host=args.host,
@@ -86,5 +91,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         tf_threads=args.tf_threads,
         access_log=args.access_log,
         log_level=args.log_level,
+        allow_components=sorted(allowed),
     )
     return 0

@@ -105,12 +105,12 @@ def set_tensorflow_threads(threads: int | None) -> None:
         os.environ.setdefault("TF_NUM_INTEROP_THREADS", "1")
 
 
-def check_archive(path: Path) -> None:
+def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) -> None:
     """Validate an archive (members and manifest) without importing the pipeline's libraries."""
     from nlu_engine.persistence import extract_archive
 
     with tempfile.TemporaryDirectory(prefix="nlu-check-") as tmp:
-        extract_archive(path, Path(tmp))
+        extract_archive(path, Path(tmp), allow_components)
 
 
 def serve(
@@ -128,10 +128,16 @@ def serve(
     tf_threads: int | None = None,
     access_log: bool = False,
     log_level: str = "info",
+    allow_components: list[str] | None = None,
 ) -> None:
-    """Load the model and serve the API until interrupted."""
+    """Load the model and serve the API until interrupted.
+
+    ``allow_components``: the custom component classes a model may import, at startup and on
+    ``PUT /model`` alike.
+    """
     import logging.config
 
+    from nlu_engine.registry import allowed_components
     from nlu_engine.server.app import create_app, load_model
 
     if workers < 1:
@@ -144,6 +150,7 @@ def serve(
         raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
     if not 0 <= port <= 65535:
         raise NLUError(f"--port {port} is not a TCP port (0-65535)")
+    allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))
     archive, models_dir = resolve_model(model)
@@ -159,6 +166,7 @@ def serve(
         "max_text_chars": max_text_chars,
         "batch_size": max_batch,
         "batch_wait": batch_wait,
+        "allow_components": sorted(allowed),
     }
     common: dict[str, Any] = {
         "host": host,
@@ -169,12 +177,12 @@ def serve(
         "timeout_graceful_shutdown": 10,
     }
     if workers == 1:
-        loaded = load_model(archive) if archive is not None else None
+        loaded = load_model(archive, allowed) if archive is not None else None
         app = create_app(**settings, model=loaded)
         uvicorn.Server(NoDelayConfig(app, **common)).run()
         return
     if archive is not None:
-        check_archive(archive)
+        check_archive(archive, allowed)
     os.environ[ENV_SETTINGS] = json.dumps(settings)
     from uvicorn.supervisors import Multiprocess
 

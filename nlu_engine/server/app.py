@@ -2,9 +2,13 @@
 
 Endpoints (Rasa's first): ``GET /``, ``GET /version``, ``GET /status``, ``POST /model/parse``,
 ``PUT /model``, ``DELETE /model``; beyond Rasa: ``POST /model/parse/batch``, ``GET /health``
-and ``GET /openapi.json``. Errors are JSON in Rasa's shape (``status: failure``, ``reason``,
-``message``, ``code``) and never carry a traceback; a client's mistake is logged, if at all, as
-one line.
+and ``GET /openapi.json``. With a token or JWT secret configured, every endpoint but ``/``,
+``/version``, ``/health`` and ``/openapi.json`` needs it. Errors are JSON in Rasa's shape
+(``status: failure``, ``reason``, ``message``, ``code``) and never carry a traceback; a client's
+mistake is logged, if at all, as one line; a 405 carries an ``Allow`` header.
+
+A model (at startup or by ``PUT /model``) may import registered components and the custom
+component classes the server was started allowing, nothing else.
 
 The model is loaded once (at startup or by ``PUT /model``), warmed up with one parse, and
 swapped atomically: requests already batched finish on the old model, later ones use the new.
@@ -18,7 +22,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +32,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
 from nlu_engine.errors import NLUError
@@ -79,7 +83,9 @@ def json_response(data: Any, status: int = 200, headers: dict[str, str] | None =
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
-def error_response(status: int, message: str, reason: str | None = None) -> Response:
+def error_response(
+    status: int, message: str, reason: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
     """Rasa's error JSON (``rasa.server.ErrorResponse``)."""
     body = {
         "version": __version__,
@@ -90,16 +96,20 @@ def error_response(status: int, message: str, reason: str | None = None) -> Resp
         "help": None,
         "code": status,
     }
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return json_response(body, status, headers)
 
 
-def load_model(path: Path) -> Model:
-    """Load an archive and parse one message, so the first request pays no tracing cost."""
+def load_model(path: Path, allow_components: frozenset[str] = frozenset()) -> Model:
+    """Load an archive and parse one message, so the first request pays no tracing cost.
+
+    ``allow_components``: the custom component classes the archive may import.
+    """
     from nlu_engine.model import Model
 
     start = time.perf_counter()
-    model = Model.load(path)
+    model = Model.load(path, allow_components)
     model.parse(WARMUP_TEXT)
     logger.info("loaded model %s in %.2f s", model.path.name, time.perf_counter() - start)
     return model
@@ -119,8 +129,10 @@ class ServerState:
         allow_reload: bool,
         batch_size: int,
         batch_wait: float,
+        allow_components: frozenset[str] = frozenset(),
     ) -> None:
         self.model = model
+        self.allow_components = allow_components
         self.model_path = model_path
         self.models_dir = models_dir.resolve() if models_dir is not None else None
         self.max_body = max_body
@@ -207,6 +219,7 @@ def create_app(
     allow_reload: bool = True,
     batch_size: int = 64,
     batch_wait: float = 0.0015,
+    allow_components: Iterable[str] = (),
 ) -> Starlette:
     """The ASGI app.
 
@@ -214,8 +227,11 @@ def create_app(
     or a folder whose newest archive is taken) is loaded at startup. A folder without archives,
     or an archive that fails to load at startup, leaves the server running without a model
     (503 on parse) until ``PUT /model``. ``models_dir`` is the only folder ``PUT /model`` may load
-    from (default: the folder of ``model_path``).
+    from (default: the folder of ``model_path``). ``allow_components`` names the custom component
+    classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
     """
+    from nlu_engine.registry import allowed_components
+
     path = Path(model_path) if model_path is not None else (model.path if model is not None else None)
     if models_dir is None and path is not None:
         models_dir = path if path.is_dir() else path.parent
@@ -229,6 +245,7 @@ def create_app(
         allow_reload=allow_reload,
         batch_size=batch_size,
         batch_wait=batch_wait,
+        allow_components=allowed_components(allow_components),
     )
     auth = Authenticator(auth_token, jwt_secret)
 
@@ -290,7 +307,7 @@ def create_app(
 
     @endpoint(protected=False)
     async def openapi(request: Request) -> Response:
-        return json_response(openapi_document())
+        return json_response(openapi_document(state.max_text_chars, state.max_batch_texts))
 
     @endpoint(protected=True)
     async def status(request: Request) -> Response:
@@ -358,7 +375,7 @@ def create_app(
             state.reload_lock = asyncio.Lock()
         async with state.reload_lock:
             try:
-                new_model = await asyncio.to_thread(load_model, path)
+                new_model = await asyncio.to_thread(load_model, path, state.allow_components)
             except NLUError as error:
                 message = str(error)
                 if state.models_dir is not None:
@@ -388,8 +405,13 @@ def create_app(
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         if status == 404:
             return error_response(404, f"no endpoint {request.url.path[:200]}; see /openapi.json")
-        if status == 405:
-            return error_response(405, f"method {request.method} is not allowed on {request.url.path[:200]}")
+        if status == 405:  # RFC 9110: a 405 lists the methods the resource supports
+            allow = sorted({m for r in routes if r.matches(request.scope)[0] != Match.NONE
+                            for m in (r.methods or ())})  # type: ignore[attr-defined]
+            return error_response(
+                405, f"method {request.method} is not allowed on {request.url.path[:200]}; "
+                     f"allowed: {', '.join(allow)}", headers={"Allow": ", ".join(allow)}
+            )
         return error_response(status, exc.detail if isinstance(exc, HTTPException) else "error")
 
     routes = [
@@ -432,7 +454,7 @@ async def startup_load(state: ServerState) -> None:
     try:
         if path.is_dir():
             path = newest_archive(path)
-        state.model = await asyncio.to_thread(load_model, path)
+        state.model = await asyncio.to_thread(load_model, path, state.allow_components)
         state.model_path = path
     except NLUError as error:
         logger.error("no model loaded: %s; the server answers 503 until PUT /model", error)

@@ -1,4 +1,8 @@
-"""The OpenAPI 3.1 document served at ``/openapi.json``, written by hand to match ``app.py``."""
+"""The OpenAPI 3.1 document served at ``/openapi.json``, written by hand to match ``app.py``.
+
+The request schemas say what the server accepts: a schema-valid request is never refused for
+its shape, and the limits (message length, texts per batch) are the running server's.
+"""
 
 from __future__ import annotations
 
@@ -30,10 +34,17 @@ _AUTH_ERROR = _error(
     "Missing or wrong token / JWT (only when the server runs with --auth-token or --jwt-secret)"
 )
 _NO_MODEL = _error("No model is loaded")
+# A model_file the server may accept: a .tar.gz name, not a URL, no NUL character.
+MODEL_FILE_PATTERN = r"^(?!.*://)[^\u0000]*\.tar\.gz$"
 
 
-def openapi_document() -> dict[str, Any]:
-    """The API description (paths, request and response schemas, security schemes)."""
+def openapi_document(max_text_chars: int = 2_000, max_batch_texts: int = 1_000) -> dict[str, Any]:
+    """The API description (paths, request and response schemas, security schemes).
+
+    ``max_text_chars`` and ``max_batch_texts`` are the server's limits (413 beyond them).
+    """
+    text = {"type": "string", "maxLength": max_text_chars}
+    texts = {"type": "array", "maxItems": max_batch_texts, "items": text}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -41,7 +52,10 @@ def openapi_document() -> dict[str, Any]:
             "version": __version__,
             "description": (
                 "Intent classification and entity extraction, compatible with the NLU part of "
-                "`rasa run --enable-api`. Errors are JSON objects with status 'failure'."
+                "`rasa run --enable-api`. Errors are JSON objects with status 'failure'. With "
+                "--auth-token or --jwt-secret every endpoint but /, /version, /health and "
+                "/openapi.json needs the token; those four are open (this document holds no secret). "
+                "A method a path does not support answers 405 with an Allow header."
             ),
         },
         "paths": {
@@ -114,9 +128,8 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": {
                         "required": True,
                         "content": {"application/json": {"schema": {"oneOf": [
-                            {"type": "array", "items": {"type": "string"}},
-                            {"type": "object", "required": ["texts"],
-                             "properties": {"texts": {"type": "array", "items": {"type": "string"}}}},
+                            texts,
+                            {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
                         ]}}},
                     },
                     "responses": {
@@ -135,7 +148,11 @@ def openapi_document() -> dict[str, Any]:
             "/model": {
                 "put": {
                     "summary": "Replace the loaded model by an archive from the server's models folder",
-                    "description": "Requests keep being answered (by the old model) while the new one loads.",
+                    "description": (
+                        "Requests keep being answered (by the old model) while the new one loads. "
+                        "The archive may use registered components, and custom ones only if the "
+                        "server was started allowing them (--allow-component, --config)."
+                    ),
                     "security": _SECURED,
                     "requestBody": {
                         "required": True,
@@ -144,7 +161,8 @@ def openapi_document() -> dict[str, Any]:
                     "responses": {
                         "204": {"description": "The new model is loaded and answers from now on"},
                         "400": _error(
-                            "Invalid request, a path outside the models folder, or an unloadable archive"
+                            "Invalid request, a path outside the models folder, or an archive that "
+                            "cannot be loaded (unreadable, or naming a component not allowed)"
                         ),
                         "401": _AUTH_ERROR,
                         "404": _error("No such archive in the models folder"),
@@ -205,7 +223,7 @@ def openapi_document() -> dict[str, Any]:
                     "type": "object",
                     "required": ["text"],
                     "properties": {
-                        "text": {"type": "string", "example": "book a table for two in Berlin"},
+                        "text": {**text, "example": "book a table for two in Berlin"},
                         "message_id": {"description": "Accepted for Rasa compatibility; not used"},
                     },
                 },
@@ -213,7 +231,7 @@ def openapi_document() -> dict[str, Any]:
                     "type": "object",
                     "required": ["model_file"],
                     "properties": {
-                        "model_file": {"type": "string",
+                        "model_file": {"type": "string", "minLength": 1, "pattern": MODEL_FILE_PATTERN,
                                        "description": "Name (or path) of a .tar.gz inside the models folder"},
                         "model_server": {"description": "Not supported (400 when set)"},
                         "remote_storage": {"description": "Not supported (400 when set)"},

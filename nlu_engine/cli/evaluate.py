@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from nlu_engine.cli import allow
 from nlu_engine.errors import NLUError
 
 DEFAULT_MODELS = "models"
@@ -65,6 +66,7 @@ def register(commands: Any) -> None:
     test.add_argument("--random-seed", type=int, default=42, help="seed of folds and splits (default: 42)")
     test.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
                       help="with --config: override a parameter, e.g. DIETClassifier.epochs=5")
+    allow.add_arguments(test, config=False)
     test.set_defaults(func=cmd_test)
 
 
@@ -170,7 +172,7 @@ def run_model_test(args: argparse.Namespace) -> int:
     from nlu_engine.model import Model
 
     data = _load_data(args.data)
-    model = Model.load(args.model)
+    model = Model.load(args.model, allow.allowed(args.allow_component))
     evaluation, _, parse_seconds = _evaluate_model(model, data.messages)
     info = {
         "mode": "model",
@@ -187,7 +189,7 @@ def run_model_test(args: argparse.Namespace) -> int:
 def run_cross_validation(args: argparse.Namespace) -> int:
     from nlu_engine.config import load_config
     from nlu_engine.evaluation import aggregate_folds, evaluate, extractors_in, format_folds
-    from nlu_engine.model import Model, train
+    from nlu_engine.model import Model, custom_components, train
     from nlu_engine.training_data.split import stratified_folds
 
     if args.config and len(args.config) > 1:
@@ -196,7 +198,7 @@ def run_cross_validation(args: argparse.Namespace) -> int:
     if args.folds < 2:
         raise NLUError(f"--folds must be at least 2 (got {args.folds})")
     config = args.config[0] if args.config else None
-    load_config(config, args.set)  # a bad config fails before anything trains
+    allowed = custom_components(load_config(config, args.set))  # fails before anything trains
     data = _load_data(args.data)
     try:
         folds = stratified_folds(data, args.folds, args.random_seed)
@@ -218,7 +220,7 @@ def run_cross_validation(args: argparse.Namespace) -> int:
                             overrides=args.set, log=None)
             train_seconds += time.perf_counter() - start
             bar.set_postfix_str(f"fold {k}: parsing {len(test_part.messages)}")
-            model = Model.load(archive)
+            model = Model.load(archive, allowed)
             fold_eval, fold_results, seconds = _evaluate_model(model, test_part.messages,
                                                                desc=f"fold {k} parsing")
             parse_seconds += seconds
@@ -268,7 +270,7 @@ def _config_names(paths: list[str]) -> list[str]:
 
 def run_comparison(args: argparse.Namespace) -> int:
     from nlu_engine.config import load_config
-    from nlu_engine.model import Model, train
+    from nlu_engine.model import Model, custom_components, train
     from nlu_engine.training_data.split import train_test_split
 
     if args.runs < 1:
@@ -278,8 +280,9 @@ def run_comparison(args: argparse.Namespace) -> int:
         if not 0 <= p < 100:
             raise NLUError(f"--percentages must be between 0 and 100 (excluded), got {p:g}")
     percentages = [int(p) if float(p).is_integer() else p for p in percentages]
-    for path in args.config:
-        load_config(path, args.set)  # all configs are checked before anything trains
+    allowed = []
+    for path in args.config:  # all configs are checked before anything trains
+        allowed += custom_components(load_config(path, args.set))
     names = _config_names(args.config)
     data = _load_data(args.data)
 
@@ -320,7 +323,7 @@ def run_comparison(args: argparse.Namespace) -> int:
                     bar.set_postfix_str(f"run {run + 1}, {percent}% removed, {name}")
                     archive = train(path, _fresh(part), out=tmp, fixed_model_name=f"{run}_{pi}",
                                     overrides=args.set, log=None)
-                    model = Model.load(archive)
+                    model = Model.load(archive, allowed)
                     evaluation, _, _ = _evaluate_model(model, test_part.messages)
                     archive.unlink(missing_ok=True)
                     summary = evaluation.summary()

@@ -1,8 +1,13 @@
-"""A custom component named by its import path: validated, trained, persisted and loaded."""
+"""A custom component named by its import path: validated, trained, persisted and loaded.
+
+Loading imports it only when the user allows it (``allow_components``, ``--allow-component`` or
+the ``--config`` it was trained from): a model archive is data and never chooses what is imported.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -12,7 +17,7 @@ import pytest
 
 import nlu_engine
 from nlu_engine.config import load_config
-from nlu_engine.errors import ConfigError
+from nlu_engine.errors import ArchiveError, ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SENTIMENT = "examples.custom_components.sentiment.SentimentAnalyzer"
@@ -86,7 +91,7 @@ def test_config_validates_the_custom_component() -> None:
 def test_train_parse_persist_load(tmp_path: Path, feedback_data: Path) -> None:
     archive = nlu_engine.train(config(), str(feedback_data), out=str(tmp_path / "models"),
                                fixed_model_name="feedback")
-    model = nlu_engine.load(archive)
+    model = nlu_engine.load(archive, allow_components=[SENTIMENT])
     texts = [
         "the crew was superb",  # learned from the training data
         "the food was not good",  # negation flips the polarity
@@ -116,7 +121,7 @@ def test_train_parse_persist_load(tmp_path: Path, feedback_data: Path) -> None:
     assert manifest["pipeline"][-1]["name"] == SENTIMENT
 
     # loading again gives the same answers, bit for bit
-    reloaded = nlu_engine.load(archive)
+    reloaded = nlu_engine.load(archive, allow_components=[SENTIMENT])
     assert json.dumps(reloaded.parse_batch(texts)) == json.dumps(results)
     assert reloaded.parse(texts[1]) == results[1]
 
@@ -124,7 +129,7 @@ def test_train_parse_persist_load(tmp_path: Path, feedback_data: Path) -> None:
 def test_learning_can_be_switched_off(tmp_path: Path, feedback_data: Path) -> None:
     archive = nlu_engine.train(config(learn_from_data=False, negations=[]), str(feedback_data),
                                out=str(tmp_path), fixed_model_name="plain")
-    model = nlu_engine.load(archive)
+    model = nlu_engine.load(archive, allow_components=[SENTIMENT])
     assert sentiments(model.parse("the crew was superb")) == []
     assert sentiments(model.parse("not good")) == [("good", "positive")]
 
@@ -135,13 +140,59 @@ def test_loading_elsewhere_names_the_missing_module(tmp_path: Path, feedback_dat
         "import sys, nlu_engine\n"
         "from nlu_engine.errors import ArchiveError\n"
         "try:\n"
-        f"    nlu_engine.load({archive!r})\n"
+        f"    nlu_engine.load({archive!r}, allow_components=[{SENTIMENT!r}])\n"
         "except ArchiveError as error:\n"
         "    print(error)\n"
     )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
+    # this checkout's nlu_engine, without the project root (which holds examples/) on the path
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "nlu_engine").symlink_to(PROJECT_ROOT / "nlu_engine")
+    env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True,
-                            text=True, timeout=60)
+                            text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     assert "cannot import module 'examples.custom_components.sentiment'" in result.stdout
+
+
+@pytest.fixture
+def feedback_archive(tmp_path: Path, feedback_data: Path) -> str:
+    return nlu_engine.train(config(), str(feedback_data), out=str(tmp_path / "models"),
+                            fixed_model_name="feedback")
+
+
+def test_loading_without_allowing_it_is_refused(feedback_archive: str) -> None:
+    with pytest.raises(ArchiveError) as info:
+        nlu_engine.load(feedback_archive)
+    message = str(info.value)
+    assert f"--allow-component {SENTIMENT}" in message and "\n" not in message
+    with pytest.raises(ArchiveError, match="--allow-component"):
+        nlu_engine.load(feedback_archive, allow_components=["examples.other.Component"])
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    return subprocess.run([sys.executable, "-m", "nlu_engine", *args], cwd=PROJECT_ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def test_the_cli_loads_it_when_allowed_by_name_or_by_config(
+    feedback_archive: str, tmp_path: Path
+) -> None:
+    expected = nlu_engine.load(feedback_archive, allow_components=[SENTIMENT]).parse("I love it")
+    refused = cli("parse", "-m", feedback_archive, "I love it")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines() == [refused.stderr.strip()]
+    assert f"--allow-component {SENTIMENT}" in refused.stderr
+
+    by_name = cli("parse", "-m", feedback_archive, "--allow-component", SENTIMENT, "I love it")
+    assert by_name.returncode == 0, by_name.stderr
+    assert json.loads(by_name.stdout) == expected
+
+    config_file = tmp_path / "config.yml"
+    config_file.write_text(json.dumps(config()), encoding="utf-8")  # JSON is YAML
+    by_config = cli("parse", "-m", feedback_archive, "--config", str(config_file), "I love it")
+    assert by_config.returncode == 0, by_config.stderr
+    assert json.loads(by_config.stdout) == expected

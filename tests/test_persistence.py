@@ -11,13 +11,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from nlu_engine import persistence
 from nlu_engine.classifiers.logistic_regression import LogisticRegressionClassifier
 from nlu_engine.component import IntentClassifier
 from nlu_engine.config import ComponentSpec, load_config
@@ -317,6 +318,273 @@ def test_pickled_object_array_is_never_unpickled(good_archive: Path, tmp_path: P
     bad = rebuild(good_archive, tmp_path / "bad.tar.gz", replace={name: buffer.getvalue()})
     refused(bad, "could not be restored")
     assert not marker.exists()
+
+
+# --- code the archive names: imported only if the user allows it -------------------------------------
+CANARY_MODULE = """\
+from pathlib import Path
+
+Path(__file__).with_name("canary.txt").write_text("imported")
+
+
+class Evil:
+    pass
+"""
+
+
+def first_component(name: str) -> Callable[[dict[str, Any]], None]:
+    def change(manifest: dict[str, Any]) -> None:
+        manifest["pipeline"][0]["name"] = name
+
+    return change
+
+
+@pytest.fixture
+def clean_imports(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """sys.path restored afterwards, and the probe modules forgotten."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    for name in [m for m in sys.modules if m.split(".")[0] in {"evilmod", "sidefx_pkg"}]:
+        del sys.modules[name]
+
+
+def test_a_module_in_the_working_directory_is_not_imported(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_imports: None,
+    private_tempdir: Path,
+) -> None:
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    (workdir / "evilmod.py").write_text(CANARY_MODULE)
+    monkeypatch.chdir(workdir)
+    bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("evilmod.Evil"))
+    path_before, modules_before = list(sys.path), set(sys.modules)
+    message = refused(bad, "pipeline step 1", "'evilmod.Evil'", "--allow-component evilmod.Evil")
+    assert "not registered" in message
+    assert not (workdir / "canary.txt").exists()
+    assert sys.path == path_before and set(sys.modules) == modules_before
+    assert list(private_tempdir.iterdir()) == [], "the refusal comes before extraction"
+
+
+def test_an_installed_module_with_import_side_effects_is_not_imported(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_imports: None
+) -> None:
+    site = tmp_path / "site"
+    (site / "sidefx_pkg").mkdir(parents=True)
+    (site / "sidefx_pkg" / "__init__.py").write_text(CANARY_MODULE)
+    (site / "sidefx_pkg" / "mod.py").write_text("class Thing:\n    pass\n")
+    monkeypatch.syspath_prepend(str(site))
+    bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("sidefx_pkg.mod.Thing"))
+    modules_before = set(sys.modules)
+    refused(bad, "--allow-component sidefx_pkg.mod.Thing")
+    assert not (site / "sidefx_pkg" / "canary.txt").exists()
+    assert set(sys.modules) == modules_before
+
+
+def test_allowing_a_class_imports_it_and_it_must_still_be_a_component(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_imports: None
+) -> None:
+    (tmp_path / "evilmod.py").write_text(CANARY_MODULE)
+    monkeypatch.chdir(tmp_path)
+    bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("evilmod.Evil"))
+    with pytest.raises(ArchiveError, match=r"is not a subclass of nlu_engine\.component\.Component"):
+        Model.load(bad, allow_components=["evilmod.Evil"])
+    assert (tmp_path / "canary.txt").exists(), "an allowed class is imported: the user trusts it"
+
+
+def test_naming_tensorflow_imports_no_tensorflow(good_archive: Path, tmp_path: Path) -> None:
+    bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("tensorflow.keras.Model"))
+    code = (
+        "import sys, nlu_engine\n"
+        "from nlu_engine.errors import ArchiveError\n"
+        "try:\n"
+        f"    nlu_engine.load({str(bad)!r})\n"
+        "except ArchiveError as error:\n"
+        "    print(error)\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    message, imported = result.stdout.strip().splitlines()
+    assert "--allow-component tensorflow.keras.Model" in message
+    assert imported == "False False"
+    assert result.stderr == "", "a refusal is quiet"
+
+
+def test_every_component_is_checked_before_any_is_restored(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    restored: list[str] = []
+    real = LogisticRegressionClassifier.load.__func__  # type: ignore[attr-defined]
+
+    def spy(cls: Any, directory: Path, params: dict[str, Any]) -> Any:
+        restored.append(cls.__name__)
+        return real(cls, directory, params)
+
+    monkeypatch.setattr(LogisticRegressionClassifier, "load", classmethod(spy))
+
+    def change(manifest: dict[str, Any]) -> None:
+        manifest["pipeline"][-1]["max_iter"] = "many"  # the last step's parameters are invalid
+
+    refused(with_manifest(good_archive, tmp_path / "bad.tar.gz", change), "max_iter")
+    assert restored == []
+
+
+def test_manifest_needing_a_newer_engine(good_archive: Path, tmp_path: Path) -> None:
+    bad = with_manifest(good_archive, tmp_path / "bad.tar.gz",
+                        lambda m: m.update(minimum_compatible_version="99.0.0"))
+    refused(bad, "needs nlu_engine 99.0.0 or newer", "upgrade")
+
+
+def test_manifest_naming_a_folder_the_archive_lacks(good_archive: Path, tmp_path: Path,
+                                                    private_tempdir: Path) -> None:
+    def change(manifest: dict[str, Any]) -> None:
+        manifest["components"][1] = "components/9_Nothing"
+
+    refused(with_manifest(good_archive, tmp_path / "bad.tar.gz", change), "folder 'components/9_Nothing'")
+    assert list(private_tempdir.iterdir()) == []
+
+
+def test_duplicate_members(good_archive: Path, tmp_path: Path) -> None:
+    bad = rebuild(good_archive, tmp_path / "bad.tar.gz", extra=[entry("manifest.json", b"{}")])
+    refused(bad, "'manifest.json' clashes with another")
+
+
+# --- bombs: extraction is bounded by what it writes ----------------------------------------------------
+class WriteSpy:
+    """Counts the bytes persistence writes to files, through its module-level ``open``."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.opened: list[str] = []
+
+    def open(self, file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        handle = open(file, mode, *args, **kwargs)  # noqa: SIM115 (returned to the caller)
+        if "w" in mode or "x" in mode or "a" in mode:
+            self.opened.append(str(file))
+            spy = self
+            real_write = handle.write
+
+            class Counted:
+                def __enter__(self) -> Any:
+                    handle.__enter__()
+                    return self
+
+                def __exit__(self, *exc: Any) -> Any:
+                    return handle.__exit__(*exc)
+
+                def write(self, data: bytes) -> int:
+                    spy.written += len(data)
+                    return int(real_write(data))
+
+            return Counted()
+        return handle
+
+
+@pytest.fixture
+def writes(monkeypatch: pytest.MonkeyPatch) -> WriteSpy:
+    spy = WriteSpy()
+    monkeypatch.setattr(persistence, "open", spy.open, raising=False)
+    return spy
+
+
+def zeros(name: str, size: int) -> tuple[tarfile.TarInfo, bytes]:
+    info, _ = entry(name)
+    return info, bytes(size)
+
+
+def test_a_bomb_is_refused_from_its_declared_sizes_before_anything_is_written(
+    good_archive: Path, tmp_path: Path, writes: WriteSpy, private_tempdir: Path
+) -> None:
+    # the issue's probe, scaled down: a small archive that would unpack to a thousand times its size
+    bomb = rebuild(good_archive, tmp_path / "bomb.tar.gz",
+                   extra=[zeros("components/2_CountVectorsFeaturizer/huge.npz", 40 * 10**6)])
+    assert bomb.stat().st_size < 200_000
+    message = refused(bomb, "declares over", "NLU_ENGINE_MAX_UNPACKED_BYTES")
+    assert "MB" in message
+    assert writes.opened == [] and writes.written == 0
+    assert list(private_tempdir.iterdir()) == []
+    destination = tmp_path / "out"
+    with pytest.raises(ArchiveError):
+        persistence.extract_archive(bomb, destination)
+    assert not destination.exists()
+
+
+def test_extraction_stops_at_the_limit_and_leaves_nothing(
+    good_archive: Path, tmp_path: Path, writes: WriteSpy
+) -> None:
+    # the second line of defence: whatever the headers say, writing stops at the limit
+    limit = 3 * 10**6
+    bomb = rebuild(good_archive, tmp_path / "bomb.tar.gz",
+                   extra=[zeros("components/big_a.bin", 2 * 10**6), zeros("components/big_b.bin", 2 * 10**6)])
+    destination = tmp_path / "out"
+    with gzip.GzipFile(bomb) as stream, tarfile.open(fileobj=persistence._BoundedReads(stream),
+                                                     mode="r:") as tar:
+        members = persistence._scan_members(bomb, tar, destination, limit=10**9)
+        with pytest.raises(ArchiveError, match=r"unpacks to over 3\.0 MB"):
+            persistence._extract_members(bomb, tar, members, destination, limit)
+    assert 0 < writes.written <= limit
+    assert not destination.exists(), "what was written is removed"
+
+
+def test_a_failed_extraction_keeps_what_was_there(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scan = persistence._scan_members
+    monkeypatch.setattr(persistence, "_scan_members", lambda p, t, d, limit: scan(p, t, d, 10**12))
+    destination = tmp_path / "existing"
+    destination.mkdir()
+    (destination / "keep.txt").write_text("mine")
+    bomb = rebuild(good_archive, tmp_path / "bomb.tar.gz", extra=[zeros("components/big.bin", 10**6)])
+    with pytest.raises(ArchiveError, match="unpacks to over"):
+        persistence.extract_archive(bomb, destination, max_bytes=500_000)
+    assert [p.name for p in destination.iterdir()] == ["keep.txt"]
+
+
+def test_a_member_inside_a_file_member(good_archive: Path, tmp_path: Path) -> None:
+    bad = rebuild(good_archive, tmp_path / "bad.tar.gz",
+                  extra=[entry("components/a"), entry("components/a/b")])
+    refused(bad, "'components/a/b'", "clashes with another")
+    bad = rebuild(good_archive, tmp_path / "bad2.tar.gz",
+                  extra=[entry("components/c/d"), entry("components/c")])
+    refused(bad, "'components/c'", "clashes with another")
+    # a folder member after its contents is fine
+    info, _ = entry("components/e/f.json", b"{}")
+    folder = tarfile.TarInfo("components/e")
+    folder.type, folder.mode = tarfile.DIRTYPE, 0o755
+    fine = rebuild(good_archive, tmp_path / "fine.tar.gz", extra=[(info, b"{}"), (folder, None)])
+    Model.load(fine)
+
+
+def test_the_limit_is_configurable(
+    good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = good_archive.stat().st_size
+    assert persistence.extraction_limit(good_archive) == min(2 * 1024**3, 200 * size)
+    assert persistence.extraction_limit(good_archive, max_bytes=123) == 123
+    monkeypatch.setenv("NLU_ENGINE_MAX_UNPACKED_BYTES", "1000")
+    assert persistence.extraction_limit(good_archive) == 1000
+    refused(good_archive, "declares over 1000 bytes")
+    big = rebuild(good_archive, tmp_path / "big.tar.gz", extra=[zeros("components/pad.bin", 30 * 10**6)])
+    monkeypatch.setenv("NLU_ENGINE_MAX_UNPACKED_BYTES", str(10**8))
+    assert Model.load(big).parse("hello there")["intent"]["name"] == "greet"
+    for bad in ("lots", "-5", "0"):
+        monkeypatch.setenv("NLU_ENGINE_MAX_UNPACKED_BYTES", bad)
+        refused(good_archive, "NLU_ENGINE_MAX_UNPACKED_BYTES", "positive number of bytes")
+
+
+def test_a_huge_pax_header_is_refused(good_archive: Path, tmp_path: Path) -> None:
+    info, data = entry("components/x.json", b"{}")
+    info.pax_headers = {"comment": "x" * (20 * 1024**2)}  # tarfile would read it whole
+    bad = rebuild(good_archive, tmp_path / "bad.tar.gz", extra=[(info, data)])
+    refused(bad, "has a header of")
+
+
+def test_data_after_the_last_member_is_refused(good_archive: Path, tmp_path: Path) -> None:
+    raw = gzip.decompress(good_archive.read_bytes())
+    bad = tmp_path / "tail.tar.gz"
+    bad.write_bytes(gzip.compress(raw + bytes(4 * 1024**2)))
+    refused(bad, "data after its last member")
 
 
 # --- atomic writes ----------------------------------------------------------------------------------

@@ -1,0 +1,110 @@
+"""The registry: training imports the user's custom components; loading imports only allowed ones."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nlu_engine.component import Component
+from nlu_engine.errors import ConfigError
+from nlu_engine.registry import (
+    COMPONENTS,
+    allowed_components,
+    check_loadable,
+    component_class,
+    component_class_for_loading,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SENTIMENT = "examples.custom_components.sentiment.SentimentAnalyzer"
+CANARY_MODULE = """\
+from pathlib import Path
+
+Path(__file__).with_name("canary.txt").write_text("imported")
+
+
+class Evil:
+    pass
+"""
+
+
+@pytest.fixture
+def canary_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The working directory holds evilmod.py, which writes canary.txt when imported."""
+    (tmp_path / "evilmod.py").write_text(CANARY_MODULE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # restored afterwards
+    yield tmp_path
+    sys.modules.pop("evilmod", None)
+
+
+def test_registered_names_resolve_on_both_paths() -> None:
+    for name in ("WhitespaceTokenizer", "CountVectorsFeaturizer", "LogisticRegressionClassifier"):
+        cls = component_class_for_loading(name, frozenset())
+        assert cls is component_class(name)
+        assert issubclass(cls, Component) and cls.__name__ == name
+
+
+def test_loading_refuses_a_custom_component_that_is_not_allowed(canary_dir: Path) -> None:
+    path_before, modules_before = list(sys.path), set(sys.modules)
+    with pytest.raises(ConfigError) as info:
+        component_class_for_loading("evilmod.Evil", frozenset({"othermod.Other"}))
+    message = str(info.value)
+    assert "'evilmod.Evil'" in message and "--allow-component evilmod.Evil" in message
+    assert "\n" not in message
+    assert sys.path == path_before, "the refusal changed sys.path"
+    assert set(sys.modules) == modules_before, "the refusal imported a module"
+    assert not (canary_dir / "canary.txt").exists()
+
+
+def test_check_loadable_decides_without_importing(canary_dir: Path) -> None:
+    modules_before = set(sys.modules)
+    assert check_loadable("DIETClassifier", frozenset()) == "DIETClassifier"
+    assert check_loadable("evilmod.Evil", frozenset({"evilmod.Evil"})) == "evilmod.Evil"
+    assert set(sys.modules) == modules_before
+    assert not (canary_dir / "canary.txt").exists()
+
+
+@pytest.mark.parametrize("name", ["", None, 42, ["a.B"]])
+def test_check_loadable_refuses_non_names(name: object) -> None:
+    with pytest.raises(ConfigError, match="non-empty string"):
+        check_loadable(name, frozenset())
+
+
+def test_an_unknown_plain_name_suggests_the_closest() -> None:
+    expected = r"unknown component 'DIETClasifier'.*did you mean 'DIETClassifier'"
+    with pytest.raises(ConfigError, match=expected):
+        component_class_for_loading("DIETClasifier", frozenset())
+
+
+def test_an_allowed_custom_component_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECT_ROOT)
+    cls = component_class_for_loading(SENTIMENT, frozenset({SENTIMENT}))
+    assert cls.__name__ == "SentimentAnalyzer" and issubclass(cls, Component)
+
+
+def test_an_allowed_class_that_is_not_a_component_is_still_refused(canary_dir: Path) -> None:
+    # the user allowed it, so it is imported (that is what allowing means), then refused
+    with pytest.raises(ConfigError, match=r"not a subclass of nlu_engine\.component\.Component"):
+        component_class_for_loading("evilmod.Evil", frozenset({"evilmod.Evil"}))
+    assert (canary_dir / "canary.txt").exists()
+
+
+def test_training_imports_the_users_own_custom_component(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(PROJECT_ROOT)
+    assert component_class(SENTIMENT).__name__ == "SentimentAnalyzer"
+
+
+def test_allowed_components_validates_the_names() -> None:
+    assert allowed_components(None) == frozenset()
+    assert allowed_components([SENTIMENT, "DIETClassifier"]) == frozenset({SENTIMENT})
+    assert allowed_components(SENTIMENT) == frozenset({SENTIMENT}), "one string is one name"
+    assert all(name not in COMPONENTS for name in allowed_components(list(COMPONENTS)))
+    for bad in ("NoDots", "my pkg.Thing", "pkg..Thing", ".relative.Thing", "pkg.Thing."):
+        with pytest.raises(ConfigError, match=r"write it as my_package\.module\.MyComponent"):
+            allowed_components([bad])
+    with pytest.raises(ConfigError, match="class path string"):
+        allowed_components([42])  # type: ignore[list-item]

@@ -192,7 +192,9 @@ def _scan_members(
 ) -> list[tarfile.TarInfo]:
     """Every member header, checked; stops at the first bad one, before reading further."""
     members: list[tarfile.TarInfo] = []
-    names: set[str] = set()
+    explicit: set[PurePosixPath] = set()  # the members' own names
+    folders: set[PurePosixPath] = set()  # folder members and every member's parents
+    files: set[PurePosixPath] = set()
     declared = 0
     while (member := tar.next()) is not None:
         if len(members) >= MAX_MEMBERS:
@@ -209,12 +211,20 @@ def _scan_members(
                 f"model archive '{path}': member '{member.name}' would be written outside the "
                 "model folder; refusing to load"
             )
-        key = target.relative_to(destination).as_posix()
-        if key in names or key == ".":
+        key = PurePosixPath(target.relative_to(destination).as_posix())
+        if (
+            key in explicit
+            or (member.isfile() and key in folders)
+            or any(parent in files for parent in key.parents)
+            or key == PurePosixPath(".")
+        ):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' appears twice; refusing to load"
+                f"model archive '{path}': member '{member.name}' clashes with another (the same "
+                "name twice, or a file and a folder of one name); refusing to load"
             )
-        names.add(key)
+        explicit.add(key)
+        folders.update(key.parents)
+        (files if member.isfile() else folders).add(key)
         declared += member.size if member.isfile() else 0
         if declared > limit:
             raise ArchiveError(

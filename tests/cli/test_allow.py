@@ -104,6 +104,13 @@ def test_shell_refuses_too(good: Path, workdir: Path) -> None:
     assert not (workdir / "canary.txt").exists()
 
 
+def test_model_test_refuses_too(good: Path, workdir: Path, tiny_data_path: Path) -> None:
+    with_first_component(good, workdir / "bad.tar.gz", "evilmod.Evil")
+    result = run("test", "-m", "bad.tar.gz", "--data", str(tiny_data_path), "--no-plot", cwd=workdir)
+    one_line_error(result, "--allow-component evilmod.Evil")
+    assert not (workdir / "canary.txt").exists()
+
+
 @pytest.mark.parametrize("name", ["NoDots", "a b.C", "pkg..C"])
 def test_a_bad_allow_component_value(good: Path, workdir: Path, name: str) -> None:
     one_line_error(run("parse", "-m", str(good), "--allow-component", name, "hi", cwd=workdir),

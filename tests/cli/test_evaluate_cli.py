@@ -109,7 +109,8 @@ def test_model_test_writes_rasa_reports(project, capsys):
     assert main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models",
                  "--fixed-model-name", "m"]) == 0
     capsys.readouterr()
-    assert main(["test", "--data", "test.yml", "--out", "results", "--successes", "--no-plot"]) == 0
+    assert main(["test", "--data", "test.yml", "--out", "results", "--successes", "--no-plot",
+                 "--allow-component", "word_extractor.WordExtractor"]) == 0
     out = capsys.readouterr().out
     results = project / "results"
 
@@ -146,7 +147,8 @@ def test_model_test_writes_rasa_reports(project, capsys):
 def test_no_errors_flag_and_plots(project, capsys):
     pytest.importorskip("matplotlib")
     main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models"])
-    assert main(["test", "-m", "models", "--data", "test.yml", "--out", "r", "--no-errors"]) == 0
+    assert main(["test", "-m", "models", "--data", "test.yml", "--out", "r", "--no-errors",
+                 "--allow-component", "word_extractor.WordExtractor"]) == 0
     names = {p.name for p in (project / "r").iterdir()}
     assert "intent_errors.json" not in names and "WordExtractor_errors.json" not in names
     assert {"intent_confusion_matrix.png", "intent_histogram.png"} <= names

@@ -58,235 +58,265 @@ def openapi_document(max_text_chars: int = 2_000, max_batch_texts: int = 1_000) 
                 "A method a path does not support answers 405 with an Allow header."
             ),
         },
-        "paths": {
-            "/": {
-                "get": {
-                    "summary": "Hello and version",
-                    "responses": {
-                        "200": {
-                            "description": "A greeting",
-                            "content": {"text/plain": {"schema": {
-                                "type": "string", "example": f"Hello from nlu_engine: {__version__}"}}},
-                        }
-                    },
-                }
-            },
-            "/version": {
-                "get": {
-                    "summary": "Engine version and the oldest model version it loads",
-                    "responses": {"200": _json("Versions", "Version")},
-                }
-            },
-            "/health": {
-                "get": {
-                    "summary": "Liveness and readiness (no authentication)",
-                    "responses": {"200": _json("A model is loaded", "Health"),
-                                  "503": _json("No model is loaded", "Health")},
-                }
-            },
-            "/openapi.json": {
-                "get": {
-                    "summary": "This document",
-                    "responses": {"200": {"description": "OpenAPI 3.1 document",
-                                          "content": {"application/json": {"schema": {"type": "object"}}}}},
-                }
-            },
-            "/status": {
-                "get": {
-                    "summary": "The loaded model",
-                    "security": _SECURED,
-                    "responses": {"200": _json("Model status", "Status"), "401": _AUTH_ERROR,
-                                  "503": _NO_MODEL},
-                }
-            },
-            "/model/parse": {
-                "post": {
-                    "summary": "Parse one message (intent and entities)",
-                    "security": _SECURED,
-                    "parameters": [
-                        {"name": "emulation_mode", "in": "query", "required": False,
-                         "description": "Only 'rasa' (the default) is supported; other values answer 400",
-                         "schema": {"type": "string"}},
-                    ],
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": _ref("ParseRequest")}},
-                    },
-                    "responses": {
-                        "200": _json("The parse result, as `nlu-engine parse` prints it", "ParseResult"),
-                        "400": _error("Invalid JSON, or 'text' missing or not a string"),
-                        "401": _AUTH_ERROR,
-                        "413": _error("Body over the size limit, or 'text' over the character limit"),
-                        "503": _NO_MODEL,
-                    },
-                }
-            },
-            "/model/parse/batch": {
-                "post": {
-                    "summary": "Parse a list of messages as one batch",
-                    "security": _SECURED,
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": {"oneOf": [
-                            texts,
-                            {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
-                        ]}}},
-                    },
-                    "responses": {
-                        "200": {
-                            "description": "One parse result per text, in order",
-                            "content": {"application/json": {"schema": {
-                                "type": "array", "items": {"$ref": "#/components/schemas/ParseResult"}}}},
-                        },
-                        "400": _error("Invalid JSON, or not a list of strings"),
-                        "401": _AUTH_ERROR,
-                        "413": _error("Body, number of texts or a text over its limit"),
-                        "503": _NO_MODEL,
-                    },
-                }
-            },
-            "/model": {
-                "put": {
-                    "summary": "Replace the loaded model by an archive from the server's models folder",
-                    "description": (
-                        "Requests keep being answered (by the old model) while the new one loads. "
-                        "The archive may use registered components, and custom ones only if the "
-                        "server was started allowing them (--allow-component, --config)."
-                    ),
-                    "security": _SECURED,
-                    "requestBody": {
-                        "required": True,
-                        "content": {"application/json": {"schema": _ref("ModelRequest")}},
-                    },
-                    "responses": {
-                        "204": {"description": "The new model is loaded and answers from now on"},
-                        "400": _error(
-                            "Invalid request, a path outside the models folder, or an archive that "
-                            "cannot be loaded (unreadable, or naming a component not allowed)"
-                        ),
-                        "401": _AUTH_ERROR,
-                        "404": _error("No such archive in the models folder"),
-                        "409": _error("Reloading is unavailable (several workers, or no models folder)"),
-                        "413": _error("Body over the size limit"),
-                    },
-                },
-                "delete": {
-                    "summary": "Unload the model (parse answers 503 until PUT /model)",
-                    "security": _SECURED,
-                    "responses": {"204": {"description": "Unloaded"}, "401": _AUTH_ERROR,
-                                  "409": _error("Unavailable with several workers")},
-                },
-            },
-        },
+        "paths": {**_service_paths(), **_parse_paths(text, texts), "/model": _model_path()},
         "components": {
-            "securitySchemes": {
-                "TokenQuery": {"type": "apiKey", "in": "query", "name": "token",
-                               "description": "The --auth-token value, as Rasa"},
-                "BearerAuth": {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "description": "The --auth-token value, or an HS256 JWT signed with --jwt-secret",
-                },
+            "securitySchemes": _security_schemes(),
+            "schemas": {**_request_schemas(text), **_result_schemas()},
+        },
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    """Greeting, versions, health, this document (all open) and the model status."""
+    return {
+    "/": {
+        "get": {
+            "summary": "Hello and version",
+            "responses": {
+                "200": {
+                    "description": "A greeting",
+                    "content": {"text/plain": {"schema": {
+                        "type": "string", "example": f"Hello from nlu_engine: {__version__}"}}},
+                }
             },
-            "schemas": {
-                "Version": {
-                    "type": "object",
-                    "required": ["version", "minimum_compatible_version"],
-                    "properties": {"version": {"type": "string"},
-                                   "minimum_compatible_version": {"type": "string"}},
+        }
+    },
+    "/version": {
+        "get": {
+            "summary": "Engine version and the oldest model version it loads",
+            "responses": {"200": _json("Versions", "Version")},
+        }
+    },
+    "/health": {
+        "get": {
+            "summary": "Liveness and readiness (no authentication)",
+            "responses": {"200": _json("A model is loaded", "Health"),
+                          "503": _json("No model is loaded", "Health")},
+        }
+    },
+    "/openapi.json": {
+        "get": {
+            "summary": "This document",
+            "responses": {"200": {"description": "OpenAPI 3.1 document",
+                                  "content": {"application/json": {"schema": {"type": "object"}}}}},
+        }
+    },
+    "/status": {
+        "get": {
+            "summary": "The loaded model",
+            "security": _SECURED,
+            "responses": {"200": _json("Model status", "Status"), "401": _AUTH_ERROR,
+                          "503": _NO_MODEL},
+        }
+    },
+    }
+
+
+def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
+    """Parsing one message and a batch; ``text`` and ``texts`` carry the server's limits."""
+    return {
+    "/model/parse": {
+        "post": {
+            "summary": "Parse one message (intent and entities)",
+            "security": _SECURED,
+            "parameters": [
+                {"name": "emulation_mode", "in": "query", "required": False,
+                 "description": "Only 'rasa' (the default) is supported; other values answer 400",
+                 "schema": {"type": "string"}},
+            ],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref("ParseRequest")}},
+            },
+            "responses": {
+                "200": _json("The parse result, as `nlu-engine parse` prints it", "ParseResult"),
+                "400": _error("Invalid JSON, or 'text' missing or not a string"),
+                "401": _AUTH_ERROR,
+                "413": _error("Body over the size limit, or 'text' over the character limit"),
+                "503": _NO_MODEL,
+            },
+        }
+    },
+    "/model/parse/batch": {
+        "post": {
+            "summary": "Parse a list of messages as one batch",
+            "security": _SECURED,
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"oneOf": [
+                    texts,
+                    {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
+                ]}}},
+            },
+            "responses": {
+                "200": {
+                    "description": "One parse result per text, in order",
+                    "content": {"application/json": {"schema": {
+                        "type": "array", "items": {"$ref": "#/components/schemas/ParseResult"}}}},
                 },
-                "Health": {
-                    "type": "object",
-                    "required": ["status", "model_loaded"],
-                    "properties": {"status": {"type": "string", "enum": ["ok", "no model"]},
-                                   "model_loaded": {"type": "boolean"}},
-                },
-                "Status": {
-                    "type": "object",
-                    "required": ["model_file", "model_id", "num_active_training_jobs"],
-                    "properties": {
-                        "model_file": {"type": "string", "description": "Archive name in the models folder"},
-                        "model_id": {"type": "string"},
-                        "num_active_training_jobs": {"type": "integer", "description": "Always 0"},
-                        "version": {"type": "string"},
-                        "trained_at": {"type": ["string", "null"]},
-                        "pipeline": {"type": "array", "items": {"type": "string"}},
-                        "uptime_seconds": {"type": "number"},
-                        "batching": {
-                            "type": "object",
-                            "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},
-                                           "largest_batch": {"type": "integer"}},
-                        },
-                    },
-                },
-                "ParseRequest": {
-                    "type": "object",
-                    "required": ["text"],
-                    "properties": {
-                        "text": {**text, "example": "book a table for two in Berlin"},
-                        "message_id": {"description": "Accepted for Rasa compatibility; not used"},
-                    },
-                },
-                "ModelRequest": {
-                    "type": "object",
-                    "required": ["model_file"],
-                    "properties": {
-                        "model_file": {"type": "string", "minLength": 1, "pattern": MODEL_FILE_PATTERN,
-                                       "description": "Name (or path) of a .tar.gz inside the models folder"},
-                        "model_server": {"description": "Not supported (400 when set)"},
-                        "remote_storage": {"description": "Not supported (400 when set)"},
-                    },
-                },
-                "Intent": {
-                    "type": "object",
-                    "required": ["name", "confidence"],
-                    "properties": {"name": {"type": ["string", "null"]}, "confidence": {"type": "number"},
-                                   "full_retrieval_intent_name": {"type": "string"}},
-                },
-                "Entity": {
-                    "type": "object",
-                    "required": ["entity", "start", "end", "value"],
-                    "properties": {
-                        "entity": {"type": "string"},
-                        "start": {"type": "integer"},
-                        "end": {"type": "integer"},
-                        "value": {},
-                        "confidence_entity": {"type": "number"},
-                        "role": {"type": "string"},
-                        "confidence_role": {"type": "number"},
-                        "group": {"type": "string"},
-                        "confidence_group": {"type": "number"},
-                        "extractor": {"type": "string"},
-                        "processors": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-                "ParseResult": {
-                    "type": "object",
-                    "required": ["text", "intent", "entities"],
-                    "properties": {
-                        "text": {"type": "string"},
-                        "intent": {"$ref": "#/components/schemas/Intent"},
-                        "entities": {"type": "array", "items": {"$ref": "#/components/schemas/Entity"}},
-                        "text_tokens": {"type": "array", "description": "[start, end] of each token",
-                                        "items": {"type": "array", "items": {"type": "integer"},
-                                                  "minItems": 2, "maxItems": 2}},
-                        "intent_ranking": {"type": "array", "items": {"$ref": "#/components/schemas/Intent"}},
-                        "response_selector": {"type": "object"},
-                    },
-                },
-                "Error": {
-                    "type": "object",
-                    "required": ["status", "message", "reason", "code"],
-                    "properties": {
-                        "version": {"type": "string"},
-                        "status": {"type": "string", "enum": ["failure"]},
-                        "message": {"type": "string"},
-                        "reason": {"type": "string"},
-                        "details": {"type": "object"},
-                        "help": {"type": ["string", "null"]},
-                        "code": {"type": "integer"},
-                    },
-                },
+                "400": _error("Invalid JSON, or not a list of strings"),
+                "401": _AUTH_ERROR,
+                "413": _error("Body, number of texts or a text over its limit"),
+                "503": _NO_MODEL,
+            },
+        }
+    },
+    }
+
+
+def _model_path() -> dict[str, Any]:
+    """Loading (PUT) and unloading (DELETE) the model."""
+    return {
+    "put": {
+        "summary": "Replace the loaded model by an archive from the server's models folder",
+        "description": (
+            "Requests keep being answered (by the old model) while the new one loads. "
+            "The archive may use registered components, and custom ones only if the "
+            "server was started allowing them (--allow-component, --config)."
+        ),
+        "security": _SECURED,
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": _ref("ModelRequest")}},
+        },
+        "responses": {
+            "204": {"description": "The new model is loaded and answers from now on"},
+            "400": _error(
+                "Invalid request, a path outside the models folder, or an archive that "
+                "cannot be loaded (unreadable, or naming a component not allowed)"
+            ),
+            "401": _AUTH_ERROR,
+            "404": _error("No such archive in the models folder"),
+            "409": _error("Reloading is unavailable (several workers, or no models folder)"),
+            "413": _error("Body over the size limit"),
+        },
+    },
+    "delete": {
+        "summary": "Unload the model (parse answers 503 until PUT /model)",
+        "security": _SECURED,
+        "responses": {"204": {"description": "Unloaded"}, "401": _AUTH_ERROR,
+                      "409": _error("Unavailable with several workers")},
+    },
+    }
+
+
+def _security_schemes() -> dict[str, Any]:
+    return {
+    "TokenQuery": {"type": "apiKey", "in": "query", "name": "token",
+                   "description": "The --auth-token value, as Rasa"},
+    "BearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The --auth-token value, or an HS256 JWT signed with --jwt-secret",
+    },
+    }
+
+
+def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
+    """What the requests send and the service endpoints answer."""
+    return {
+    "Version": {
+        "type": "object",
+        "required": ["version", "minimum_compatible_version"],
+        "properties": {"version": {"type": "string"},
+                       "minimum_compatible_version": {"type": "string"}},
+    },
+    "Health": {
+        "type": "object",
+        "required": ["status", "model_loaded"],
+        "properties": {"status": {"type": "string", "enum": ["ok", "no model"]},
+                       "model_loaded": {"type": "boolean"}},
+    },
+    "Status": {
+        "type": "object",
+        "required": ["model_file", "model_id", "num_active_training_jobs"],
+        "properties": {
+            "model_file": {"type": "string", "description": "Archive name in the models folder"},
+            "model_id": {"type": "string"},
+            "num_active_training_jobs": {"type": "integer", "description": "Always 0"},
+            "version": {"type": "string"},
+            "trained_at": {"type": ["string", "null"]},
+            "pipeline": {"type": "array", "items": {"type": "string"}},
+            "uptime_seconds": {"type": "number"},
+            "batching": {
+                "type": "object",
+                "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},
+                               "largest_batch": {"type": "integer"}},
             },
         },
+    },
+    "ParseRequest": {
+        "type": "object",
+        "required": ["text"],
+        "properties": {
+            "text": {**text, "example": "book a table for two in Berlin"},
+            "message_id": {"description": "Accepted for Rasa compatibility; not used"},
+        },
+    },
+    "ModelRequest": {
+        "type": "object",
+        "required": ["model_file"],
+        "properties": {
+            "model_file": {"type": "string", "minLength": 1, "pattern": MODEL_FILE_PATTERN,
+                           "description": "Name (or path) of a .tar.gz inside the models folder"},
+            "model_server": {"description": "Not supported (400 when set)"},
+            "remote_storage": {"description": "Not supported (400 when set)"},
+        },
+    },
+    }
+
+
+def _result_schemas() -> dict[str, Any]:
+    """A parse result and an error."""
+    return {
+    "Intent": {
+        "type": "object",
+        "required": ["name", "confidence"],
+        "properties": {"name": {"type": ["string", "null"]}, "confidence": {"type": "number"},
+                       "full_retrieval_intent_name": {"type": "string"}},
+    },
+    "Entity": {
+        "type": "object",
+        "required": ["entity", "start", "end", "value"],
+        "properties": {
+            "entity": {"type": "string"},
+            "start": {"type": "integer"},
+            "end": {"type": "integer"},
+            "value": {},
+            "confidence_entity": {"type": "number"},
+            "role": {"type": "string"},
+            "confidence_role": {"type": "number"},
+            "group": {"type": "string"},
+            "confidence_group": {"type": "number"},
+            "extractor": {"type": "string"},
+            "processors": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    "ParseResult": {
+        "type": "object",
+        "required": ["text", "intent", "entities"],
+        "properties": {
+            "text": {"type": "string"},
+            "intent": {"$ref": "#/components/schemas/Intent"},
+            "entities": {"type": "array", "items": {"$ref": "#/components/schemas/Entity"}},
+            "text_tokens": {"type": "array", "description": "[start, end] of each token",
+                            "items": {"type": "array", "items": {"type": "integer"},
+                                      "minItems": 2, "maxItems": 2}},
+            "intent_ranking": {"type": "array", "items": {"$ref": "#/components/schemas/Intent"}},
+            "response_selector": {"type": "object"},
+        },
+    },
+    "Error": {
+        "type": "object",
+        "required": ["status", "message", "reason", "code"],
+        "properties": {
+            "version": {"type": "string"},
+            "status": {"type": "string", "enum": ["failure"]},
+            "message": {"type": "string"},
+            "reason": {"type": "string"},
+            "details": {"type": "object"},
+            "help": {"type": ["string", "null"]},
+            "code": {"type": "integer"},
+        },
+    },
     }

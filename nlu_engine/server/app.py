@@ -401,19 +401,6 @@ def create_app(
         yield
         state.batcher.close()
 
-    async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        if status == 404:
-            return error_response(404, f"no endpoint {request.url.path[:200]}; see /openapi.json")
-        if status == 405:  # RFC 9110: a 405 lists the methods the resource supports
-            allow = sorted({m for r in routes if r.matches(request.scope)[0] != Match.NONE
-                            for m in (r.methods or ())})  # type: ignore[attr-defined]
-            return error_response(
-                405, f"method {request.method} is not allowed on {request.url.path[:200]}; "
-                     f"allowed: {', '.join(allow)}", headers={"Allow": ", ".join(allow)}
-            )
-        return error_response(status, exc.detail if isinstance(exc, HTTPException) else "error")
-
     routes = [
         Route("/", hello, methods=["GET"]),
         Route("/version", version, methods=["GET"]),
@@ -443,6 +430,22 @@ def create_app(
     )
     app.state.nlu = state
     return app
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's routing errors (404, 405) as Rasa's error JSON; a 405 lists what is allowed."""
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    if status == 404:
+        return error_response(404, f"no endpoint {request.url.path[:200]}; see /openapi.json")
+    if status == 405:  # RFC 9110: a 405 carries Allow, the methods the resource supports
+        routes = request.app.router.routes
+        allow = sorted({m for r in routes if r.matches(request.scope)[0] != Match.NONE
+                        for m in (r.methods or ())})
+        return error_response(
+            405, f"method {request.method} is not allowed on {request.url.path[:200]}; "
+                 f"allowed: {', '.join(allow)}", headers={"Allow": ", ".join(allow)}
+        )
+    return error_response(status, exc.detail if isinstance(exc, HTTPException) else "error")
 
 
 async def startup_load(state: ServerState) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import shutil
@@ -163,7 +164,7 @@ def extract_archive(
     return manifest
 
 
-class _BoundedReads:
+class _BoundedReads(io.RawIOBase):
     """The decompressed stream, refusing any single read larger than tarfile ever needs.
 
     tarfile reads a pax or GNU long-name header whole, however large its declared size; the
@@ -171,7 +172,14 @@ class _BoundedReads:
     """
 
     def __init__(self, stream: gzip.GzipFile) -> None:
+        super().__init__()
         self.stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0 or size > MAX_READ:

@@ -236,8 +236,8 @@ def _scan_members(
         declared += member.size if member.isfile() else 0
         if declared > limit:
             raise ArchiveError(
-                f"model archive '{path}' declares over {_size(limit)} of files, more than a model "
-                f"of its size unpacks to; refusing to load (raise ${MAX_BYTES_ENV} if you trust it)"
+                f"model archive '{path}' declares over {_size(limit)} of files, the most it may "
+                f"unpack to; refusing to load (set ${MAX_BYTES_ENV} higher if you trust it)"
             )
         members.append(member)
     return members
@@ -346,8 +346,8 @@ def _extract_members(
                     written += len(chunk)
                     if written > limit:
                         raise ArchiveError(
-                            f"model archive '{path}' unpacks to over {_size(limit)}; refusing "
-                            f"to load (raise ${MAX_BYTES_ENV} if you trust it)"
+                            f"model archive '{path}' unpacks to over {_size(limit)}, the most "
+                            f"it may; refusing to load (set ${MAX_BYTES_ENV} higher if you trust it)"
                         )
                     out.write(chunk)
     except BaseException:

@@ -62,10 +62,10 @@ def custom_components(config: str | Path | dict[str, Any] | PipelineConfig) -> l
     The config is the user's own, so it is read and validated as for training (which imports
     its custom components).
     """
-    from nlu_engine.registry import COMPONENTS
+    from nlu_engine.registry import registered_name
 
     cfg = config if isinstance(config, PipelineConfig) else load_config(config)
-    return [step.name for step in cfg.steps if step.name not in COMPONENTS]
+    return [step.name for step in cfg.steps if registered_name(step.name) is None]
 
 
 class Model:

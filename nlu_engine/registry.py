@@ -106,7 +106,7 @@ def allowed_components(names: Iterable[str] | str | None) -> frozenset[str]:
     for name in names:
         if not isinstance(name, str):
             raise ConfigError(f"an allowed component must be a class path string, got {name!r}")
-        if name in COMPONENTS:
+        if registered_name(name) is not None:
             continue
         parts = name.split(".")
         if len(parts) < 2 or not all(part.isidentifier() for part in parts):
@@ -118,6 +118,14 @@ def allowed_components(names: Iterable[str] | str | None) -> frozenset[str]:
     return frozenset(allowed)
 
 
+def registered_name(name: str) -> str | None:
+    """The registered name of ``name``: itself, or the one whose class lives at this import path
+    (``nlu_engine.classifiers.fallback.FallbackClassifier``); None for anything else."""
+    if name in COMPONENTS:
+        return name
+    return next((n for n, target in COMPONENTS.items() if target.replace(":", ".") == name), None)
+
+
 def check_loadable(name: object, allowed: frozenset[str]) -> str:
     """``name`` if an archive may use it (registered, or allowed by the user); ConfigError if not.
 
@@ -125,7 +133,7 @@ def check_loadable(name: object, allowed: frozenset[str]) -> str:
     """
     if not isinstance(name, str) or not name:
         raise ConfigError(f"component name must be a non-empty string, got {name!r}")
-    if name in COMPONENTS or name in allowed:
+    if registered_name(name) is not None or name in allowed:
         return name
     if "." not in name:
         raise ConfigError(
@@ -142,4 +150,5 @@ def check_loadable(name: object, allowed: frozenset[str]) -> str:
 
 def component_class_for_loading(name: str, allowed: frozenset[str]) -> type[Component]:
     """The class a model archive names: a registered one, or a custom one the user allowed."""
-    return component_class(check_loadable(name, allowed))
+    check_loadable(name, allowed)
+    return component_class(registered_name(name) or name)

@@ -48,6 +48,18 @@ def test_registered_names_resolve_on_both_paths() -> None:
         assert issubclass(cls, Component) and cls.__name__ == name
 
 
+def test_a_registered_class_by_its_import_path_needs_no_allowing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a config may name a registered component by its module path; its archives load as before
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path_before = list(sys.path)
+    name = "nlu_engine.classifiers.fallback.FallbackClassifier"
+    assert check_loadable(name, frozenset()) == name
+    assert component_class_for_loading(name, frozenset()) is component_class("FallbackClassifier")
+    assert sys.path == path_before
+    with pytest.raises(ConfigError, match=r"--allow-component nlu_engine\.classifiers\.fallback\.Other"):
+        check_loadable("nlu_engine.classifiers.fallback.Other", frozenset())
+
+
 def test_loading_refuses_a_custom_component_that_is_not_allowed(canary_dir: Path) -> None:
     path_before, modules_before = list(sys.path), set(sys.modules)
     with pytest.raises(ConfigError) as info:
@@ -101,6 +113,8 @@ def test_training_imports_the_users_own_custom_component(monkeypatch: pytest.Mon
 def test_allowed_components_validates_the_names() -> None:
     assert allowed_components(None) == frozenset()
     assert allowed_components([SENTIMENT, "DIETClassifier"]) == frozenset({SENTIMENT})
+    fallback = "nlu_engine.classifiers.fallback.FallbackClassifier"
+    assert allowed_components([fallback]) == frozenset(), "registered: needs no allowing"
     assert allowed_components(SENTIMENT) == frozenset({SENTIMENT}), "one string is one name"
     assert all(name not in COMPONENTS for name in allowed_components(list(COMPONENTS)))
     for bad in ("NoDots", "my pkg.Thing", "pkg..Thing", ".relative.Thing", "pkg.Thing."):

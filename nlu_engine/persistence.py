@@ -292,16 +292,16 @@ def check_manifest(
     """
     if not isinstance(manifest, dict) or manifest.get("engine") != "nlu_engine":
         raise ArchiveError(f"model archive '{where}': {MANIFEST} is not an nlu_engine manifest")
-    trained_by = str(manifest.get("version", "0"))
+    trained_by = manifest.get("version", "0")
     if _version(trained_by) < _version(MINIMUM_COMPATIBLE_VERSION):
         raise ArchiveError(
-            f"model archive '{where}' was trained by nlu_engine {trained_by}; this "
+            f"model archive '{where}' was trained by nlu_engine {_shown(trained_by)}; this "
             f"version loads models from {MINIMUM_COMPATIBLE_VERSION} on: retrain it"
         )
-    needs = str(manifest.get("minimum_compatible_version", MINIMUM_COMPATIBLE_VERSION))
+    needs = manifest.get("minimum_compatible_version", MINIMUM_COMPATIBLE_VERSION)
     if _version(needs) > _version(__version__):
         raise ArchiveError(
-            f"model archive '{where}' needs nlu_engine {needs} or newer (this is {__version__}): "
+            f"model archive '{where}' needs nlu_engine {_shown(needs)} or newer (this is {__version__}): "
             "upgrade nlu_engine or retrain the model"
         )
     if not isinstance(manifest.get("language", "en"), str):
@@ -321,7 +321,7 @@ def check_manifest(
                 f"model archive '{where}': pipeline step {index + 1}: {error}"
             ) from None
         if not isinstance(folder, str) or (present is not None and _normal(folder) not in present):
-            raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
+            raise ArchiveError(f"model archive '{where}': folder '{_shown(folder)}' is missing")
 
 
 def _extract_members(
@@ -389,7 +389,13 @@ def _size(count: int) -> str:
     return f"{count / 1e6:.1f} MB" if count >= 10**6 else f"{count} bytes"
 
 
-def _version(text: str) -> tuple[int, ...]:
+def _shown(value: Any) -> str:
+    """A manifest value for a one-line message: short and printable."""
+    text = str(value)
+    return text if text.isprintable() and len(text) <= 80 else repr(text[:80])
+
+
+def _version(text: Any) -> tuple[int, ...]:
     try:
         return tuple(int(part) for part in str(text).split(".")[:3])
     except ValueError:

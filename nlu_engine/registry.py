@@ -135,12 +135,12 @@ def check_loadable(name: object, allowed: frozenset[str]) -> str:
         raise ConfigError(f"component name must be a non-empty string, got {name!r}")
     if registered_name(name) is not None or name in allowed:
         return name
+    shown = name if name.isprintable() and len(name) <= 200 else repr(name[:200])  # one line
     if "." not in name:
         raise ConfigError(
-            f"unknown component '{name}'{closest(name, COMPONENTS)}; this version registers "
+            f"unknown component '{shown}'{closest(shown, COMPONENTS)}; this version registers "
             f"{', '.join(sorted(COMPONENTS))}"
         )
-    shown = name if name.isprintable() and len(name) <= 200 else repr(name[:200])
     raise ConfigError(
         f"component '{shown}' is not registered; a model may import a custom component only if "
         f"you allow it: pass --allow-component {shown} (Python: allow_components=['{shown}']) "

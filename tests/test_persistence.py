@@ -445,6 +445,20 @@ def test_manifest_naming_a_folder_the_archive_lacks(good_archive: Path, tmp_path
     assert list(private_tempdir.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "change",
+    [lambda m: m.update(version="0.0.1\nline two"),
+     lambda m: m.update(minimum_compatible_version="99\n\n" + " " * 10_000),
+     lambda m: m["components"].__setitem__(0, "missing\nfolder" * 1000),
+     lambda m: m["pipeline"][0].__setitem__("name", "Bad\nName")],
+)
+def test_manifest_values_in_refusals_stay_on_one_line(
+    good_archive: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None]
+) -> None:
+    message = refused(with_manifest(good_archive, tmp_path / "bad.tar.gz", change))
+    assert len(message) < 1_500
+
+
 def test_duplicate_members(good_archive: Path, tmp_path: Path) -> None:
     bad = rebuild(good_archive, tmp_path / "bad.tar.gz", extra=[entry("manifest.json", b"{}")])
     refused(bad, "'manifest.json' clashes with another")

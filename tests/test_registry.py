@@ -80,6 +80,13 @@ def test_check_loadable_decides_without_importing(canary_dir: Path) -> None:
     assert not (canary_dir / "canary.txt").exists()
 
 
+@pytest.mark.parametrize("name", ["evil\nmod.Evil", "Evil\nTokenizer", "x." * 50_000 + "Y"])
+def test_a_refusal_stays_one_short_line(name: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_loadable(name, frozenset())
+    assert "\n" not in str(info.value) and len(str(info.value)) < 1_500
+
+
 @pytest.mark.parametrize("name", ["", None, 42, ["a.B"]])
 def test_check_loadable_refuses_non_names(name: object) -> None:
     with pytest.raises(ConfigError, match="non-empty string"):

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from nlu_engine.component import EntityExtractor
-from nlu_engine.featurizers.sparse.regex import compile_patterns, extract_patterns
+from nlu_engine.featurizers.sparse.regex import PatternConfig, compile_patterns, extract_patterns
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -35,11 +35,8 @@ class RegexEntityExtractor(EntityExtractor):
     requires = ()
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(EntityExtractor.Config):
+    class Config(PatternConfig):
         case_sensitive: bool = False
-        use_lookup_tables: bool = True
-        use_regexes: bool = True
-        use_word_boundaries: bool = True
 
     config: Config
 

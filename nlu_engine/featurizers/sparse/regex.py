@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer
+from nlu_engine.component import SPARSE_FEATURES, Component, Featurizer
 from nlu_engine.errors import DataError
 from nlu_engine.message import Features, Message
 from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
@@ -81,17 +81,24 @@ def compile_patterns(patterns: list[dict[str, str]], case_sensitive: bool) -> li
     return compiled
 
 
+@dataclass(frozen=True, kw_only=True)
+class PatternConfig(Component.Config):
+    """Which of the training data's patterns are used and how they match (RegexFeaturizer and
+    RegexEntityExtractor)."""
+
+    case_sensitive: bool = True
+    use_lookup_tables: bool = True
+    use_regexes: bool = True
+    use_word_boundaries: bool = True
+
+
 class RegexFeaturizer(Featurizer):
     """Sparse features marking which tokens (and sentences) match the data's regexes."""
 
     provides = (SPARSE_FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(Featurizer.Config):
-        case_sensitive: bool = True
-        use_lookup_tables: bool = True
-        use_regexes: bool = True
-        use_word_boundaries: bool = True
+    class Config(PatternConfig):
         alias: str | None = None
 
     config: Config

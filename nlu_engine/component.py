@@ -49,7 +49,7 @@ def param(default: Any = dataclasses.MISSING, *, low: float | None = None,
     A list or mapping default is copied for each config, so no two configs share it.
     """
     metadata = {"bounds": (low, high)} if low is not None or high is not None else {}
-    if isinstance(default, list | dict | set):
+    if isinstance(default, list | dict):
         return dataclasses.field(default_factory=functools.partial(copy.deepcopy, default),
                                  metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)

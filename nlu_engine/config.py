@@ -1,22 +1,30 @@
 """Rasa's ``config.yml`` -> validated component configs.
 
-Every parameter is checked against the component's ``__init__`` signature before anything
-trains: unknown keys (with the closest name suggested), wrong types and out-of-range values
-are one-line errors naming the file, the component and the key.
+Every step's parameters build the component's ``Config`` dataclass before anything trains:
+unknown keys (with the closest name suggested), wrong types, out-of-range values and clashes
+between fields (the config's ``validate``) are one-line errors naming the file, the component
+and the key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any
 
 import yaml
 
-from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component
+from nlu_engine.component import (
+    DENSE_FEATURES,
+    FEATURES,
+    SPARSE_FEATURES,
+    Component,
+    ComponentConfig,
+    build_config,
+    config_fields,
+)
 from nlu_engine.errors import ConfigError, closest
 from nlu_engine.registry import component_class
 
@@ -91,7 +99,7 @@ def load_config(
         raise ConfigError(f"{where}: 'pipeline' must be a list of components (- name: ...)")
     entries = [dict(item) if isinstance(item, dict) else item for item in pipeline]
     _apply_overrides(entries, overrides or [], where)
-    steps = [_build_step(item, i, where) for i, item in enumerate(entries)]
+    steps = [_build_step(item, i, where, notices) for i, item in enumerate(entries)]
     check_order(steps, where)
     return PipelineConfig(language=language, steps=steps, source=where, notices=notices)
 
@@ -138,7 +146,7 @@ def _apply_overrides(entries: list[Any], overrides: list[str], where: str) -> No
             entry[key] = value
 
 
-def _build_step(item: Any, index: int, where: str) -> ComponentSpec:
+def _build_step(item: Any, index: int, where: str, notices: list[str]) -> ComponentSpec:
     if not isinstance(item, dict) or "name" not in item:
         raise ConfigError(f"{where}: pipeline step {index + 1} needs a 'name' (- name: Component)")
     name = item["name"]
@@ -147,130 +155,66 @@ def _build_step(item: Any, index: int, where: str) -> ComponentSpec:
     except ConfigError as error:
         raise ConfigError(f"{where}: pipeline step {index + 1}: {error}") from None
     params = {k: v for k, v in item.items() if k != "name"}
-    resolved = validate_params(cls, params, f"{where}: {name} (step {index + 1})")
-    return ComponentSpec(name=name, cls=cls, params=resolved)
+    place = f"{where}: {name} (step {index + 1})"
+    config = make_config(cls, params, place)
+    notices.extend(f"{place}: {notice}" for notice in config.notices())
+    return ComponentSpec(name=name, cls=cls, params=config.as_dict())
 
 
-def parameters(cls: type[Component]) -> dict[str, inspect.Parameter]:
-    """The hyperparameters of a component: its ``__init__`` keyword arguments."""
-    signature = inspect.signature(cls.__init__)
-    return {
-        n: p
-        for n, p in signature.parameters.items()
-        if n != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    }
+def parameters(cls: type[Component]) -> dict[str, dataclasses.Field[Any]]:
+    """The hyperparameters of a component: the fields of its ``Config``."""
+    return config_fields(cls.Config)
 
 
 def validate_params(cls: type[Component], params: dict[str, Any], where: str) -> dict[str, Any]:
     """All parameters of ``cls`` with defaults filled in; ConfigError on any bad key or value."""
-    known = parameters(cls)
-    if "name" in known:
+    return make_config(cls, params, where).as_dict()
+
+
+def make_config(cls: type[Component], params: dict[str, Any], where: str) -> ComponentConfig:
+    """The component's checked ``Config`` for ``params``; ConfigErrors start with ``where``."""
+    _check_config_class(cls, where)
+    try:
+        return build_config(cls.Config, params)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _check_config_class(cls: type[Component], where: str) -> None:
+    """Refuse a component whose hyperparameters are not the fields of its ``Config`` dataclass,
+    such as one written for the ``__init__``-argument style."""
+    name = cls.__name__
+    config = cls.Config
+    if not (isinstance(config, type) and issubclass(config, ComponentConfig)):
+        raise ConfigError(f"{where}: {name}.Config must subclass nlu_engine.component.Component.Config")
+    if "__dataclass_fields__" not in vars(config):
+        raise ConfigError(f"{where}: {name}.Config needs the decorator @dataclass(frozen=True, kw_only=True)")
+    init = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    old = [p.name for p in init if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if old:
         raise ConfigError(
-            f"{where}: {cls.__name__} has a parameter called 'name', which config.yml uses for the "
+            f"{where}: {name} takes its hyperparameters ({', '.join(old)}) as __init__ arguments; "
+            "declare them as fields of a nested `@dataclass(frozen=True, kw_only=True) class "
+            "Config(Component.Config)`, remove __init__ and read them as self.config.<name> "
+            "(README: 'Writing a custom component')"
+        )
+    if "ranges" in vars(cls):
+        raise ConfigError(
+            f"{where}: {name}.ranges is not read: give each bound in its Config field, "
+            "e.g. `window: int = param(1, low=0, high=5)` (README: 'Writing a custom component')"
+        )
+    fields = config_fields(config)
+    if "name" in fields:
+        raise ConfigError(
+            f"{where}: {name} has a parameter called 'name', which config.yml uses for the "
             "component's name; rename that parameter"
         )
-    try:
-        hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # an unresolvable annotation in a custom component: skip type checks
-        hints = {}
-    for key in params:
-        if key not in known:
-            allowed = ", ".join(sorted(known)) or "none"
-            raise ConfigError(
-                f"{where}: unknown parameter '{key}'{closest(str(key), known)}; allowed: {allowed}"
-            )
-    resolved: dict[str, Any] = {}
-    for key, parameter in known.items():
-        if key in params:
-            value = params[key]
-        elif parameter.default is not inspect.Parameter.empty:
-            value = parameter.default
-        else:
-            raise ConfigError(f"{where}: parameter '{key}' is required")
-        if key in params and key in hints and not type_matches(value, hints[key]):
-            raise ConfigError(
-                f"{where}: parameter '{key}' must be {describe(hints[key])}, got {value!r}"
-            )
-        low, high = cls.ranges.get(key, (None, None))
-        for number in _numbers(value):
-            if (low is not None and number < low) or (high is not None and number > high):
-                bounds = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
-                raise ConfigError(
-                    f"{where}: parameter '{key}' = {value!r} is out of range; allowed {bounds}"
-                )
-        resolved[key] = value
-    return resolved
-
-
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [n for v in value for n in _numbers(v)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    return []
-
-
-def type_matches(value: Any, hint: Any) -> bool:
-    """Whether a YAML value fits a type hint (bool, int, float, str, None, Literal, unions,
-    list/tuple/dict of those)."""
-    if hint is Any or hint is inspect.Parameter.empty:
-        return True
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return any(type_matches(value, a) for a in args)
-    if origin is Literal:
-        return value in args
-    if hint is type(None) or hint is None:
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin in (list, tuple, typing.Sequence) or hint in (list, tuple):
-        if not isinstance(value, list | tuple):
-            return False
-        if not args or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-            return not args or all(type_matches(v, args[0]) for v in value)
-        if origin is tuple:
-            return len(args) == len(value) and all(map(type_matches, value, args))
-        return all(type_matches(v, args[0]) for v in value)
-    if origin is dict or hint is dict:
-        if not isinstance(value, dict):
-            return False
-        if not args:
-            return True
-        return all(type_matches(k, args[0]) and type_matches(v, args[1]) for k, v in value.items())
-    if isinstance(hint, type):
-        return isinstance(value, hint)
-    return True
-
-
-def describe(hint: Any) -> str:
-    """A type hint in words, for error messages."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(describe(a) for a in args)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in args)
-    if hint is type(None):
-        return "null"
-    if origin in (list, tuple):
-        return f"a list of {describe(args[0])}" if args else "a list"
-    if origin is dict:
-        return f"a mapping of {describe(args[0])} to {describe(args[1])}" if args else "a mapping"
-    return {bool: "true/false", int: "an integer", float: "a number", str: "a string"}.get(
-        hint, getattr(hint, "__name__", str(hint))
-    )
+    taken = sorted({"config", "index", "language"} & set(fields))
+    if taken:
+        raise ConfigError(
+            f"{where}: {name} has a parameter called '{taken[0]}', an attribute every component "
+            "has; rename that parameter"
+        )
 
 
 def check_order(steps: list[ComponentSpec], where: str) -> None:

@@ -218,12 +218,52 @@ def test_optional_parameter_accepts_null() -> None:
         ({"name": "DIETClassifier", "drop_rate": 1.5}, "allowed [0, 0.99]"),
         ({"name": "DIETClassifier", "epochs": 0}, "parameter 'epochs' = 0 is out of range"),
         ({"name": "DIETClassifier", "hidden_layers_sizes": {"text": [0]}}, "out of range"),
+        # ResponseSelector's Config only changes DIET's defaults: DIET's bounds still apply
+        ({"name": "ResponseSelector", "number_of_transformer_layers": -1}, "allowed [0, inf]"),
+        ({"name": "ResponseSelector", "dense_dimension": {"text": 0}}, "allowed [1, inf]"),
     ],
 )
 def test_out_of_range(step: dict[str, Any], expected: str) -> None:
     message = config_error(pipeline(TOKENIZER, FEATURIZER, step))
     assert expected in message
     assert f"{step['name']} (step 3)" in message
+
+
+@pytest.mark.parametrize(
+    "step, expected",
+    [
+        ({**FEATURIZER, "min_ngram": 3, "max_ngram": 2}, "min_ngram (3) must not exceed max_ngram (2)"),
+        ({**FEATURIZER, "min_df": 3, "max_df": 2}, "max_df (2) must not be lower than min_df (3)"),
+        ({**FEATURIZER, "stop_words": "german"}, "stop_words 'german' is not supported"),
+        ({"name": "DIETClassifier", "transformer_size": 30},
+         "transformer_size (30) must be divisible by number_of_attention_heads (4)"),
+        ({"name": "ResponseSelector", "number_of_attention_heads": 3},
+         "transformer_size (256) must be divisible by number_of_attention_heads (3)"),
+        ({"name": "SklearnIntentClassifier", "kernels": []}, "kernels must not be empty"),
+        ({"name": "CRFEntityExtractor", "features": [["low"], ["low"]]},
+         "'features' needs an odd number of lists"),
+        ({"name": "LexicalSyntacticFeaturizer", "features": [["lower"]]},
+         "unknown feature 'lower' (did you mean 'low'?)"),
+    ],
+)
+def test_fields_checked_against_each_other_before_training(step: dict[str, Any], expected: str) -> None:
+    message = config_error(pipeline(TOKENIZER, FEATURIZER, step))
+    assert f"{step['name']} (step 3): {expected}" in message
+
+
+def test_invalid_token_pattern_is_refused_when_built() -> None:
+    message = config_error(pipeline({**TOKENIZER, "token_pattern": "(unclosed"}))
+    assert "WhitespaceTokenizer (step 1): token_pattern '(unclosed' is not a valid regular" in message
+
+
+def test_share_hidden_layers_is_accepted_with_a_notice() -> None:
+    diet = {"name": "DIETClassifier", "share_hidden_layers": True}
+    config = load_config(pipeline(TOKENIZER, FEATURIZER, diet, {"name": "ResponseSelector"}))
+    assert config.steps[2].params["share_hidden_layers"] is True
+    assert config.notices == [
+        "<config>: DIETClassifier (step 3): share_hidden_layers is accepted for Rasa configs and has "
+        "no effect here: text and label keep separate hidden layers"
+    ]
 
 
 # --- order ----------------------------------------------------------------------------------------
@@ -318,16 +358,47 @@ def test_overrides_do_not_change_the_file(tmp_path: Path) -> None:
 
 # --- custom components by dotted path -----------------------------------------------------------
 CUSTOM_MODULE = '''
-from nlu_engine.component import Component, EntityExtractor
+from dataclasses import dataclass
+
+from nlu_engine.component import Component, EntityExtractor, param
+from nlu_engine.errors import ConfigError
 
 
 class Shouter(EntityExtractor):
     requires = ("tokens",)
+
+    @dataclass(frozen=True, kw_only=True)
+    class Config(EntityExtractor.Config):
+        volume: int = param(3, low=0, high=11)
+        word: str = "hey"
+
+        def validate(self) -> None:
+            super().validate()
+            if self.volume > 5 and self.word.islower():
+                raise ConfigError("a volume over 5 needs an upper-case word")
+
+
+class Whisperer(Shouter):
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Shouter.Config):
+        volume: int = 1  # the parent's bounds still apply
+
+
+class OldStyle(EntityExtractor):
     ranges = {"volume": (0, 11)}
 
     def __init__(self, volume: int = 3, word: str = "hey") -> None:
         self.volume = volume
         self.word = word
+
+
+class OldRanges(EntityExtractor):
+    ranges = {"volume": (0, 11)}
+
+
+class Undecorated(EntityExtractor):
+    class Config(EntityExtractor.Config):
+        volume: int = 3
 
 
 class NotAComponent:
@@ -352,10 +423,10 @@ def custom_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_custom_component_by_dotted_path(custom_package: str) -> None:
     path = f"{custom_package}.components.Shouter"
-    config = load_config(pipeline(TOKENIZER, {"name": path, "volume": 11}))
+    config = load_config(pipeline(TOKENIZER, {"name": path, "volume": 11, "word": "HEY"}))
     step = config.steps[1]
     assert step.name == path and step.cls.__name__ == "Shouter"
-    assert step.params == {"volume": 11, "word": "hey"}
+    assert step.params == {"volume": 11, "word": "HEY"}
 
 
 def test_custom_component_parameters_are_validated(custom_package: str) -> None:
@@ -365,6 +436,34 @@ def test_custom_component_parameters_are_validated(custom_package: str) -> None:
     assert "did you mean 'volume'" in message
     assert "out of range" in config_error(pipeline(TOKENIZER, {"name": path, "volume": 12}))
     assert "must be a string" in config_error(pipeline(TOKENIZER, {"name": path, "word": 1}))
+
+
+def test_custom_component_checks_between_fields(custom_package: str) -> None:
+    path = f"{custom_package}.components.Shouter"
+    message = config_error(pipeline(TOKENIZER, {"name": path, "volume": 6}))
+    assert message == f"<config>: {path} (step 2): a volume over 5 needs an upper-case word"
+
+
+def test_custom_config_subclass_changes_a_default_and_keeps_the_bounds(custom_package: str) -> None:
+    path = f"{custom_package}.components.Whisperer"
+    assert load_config(pipeline(TOKENIZER, {"name": path})).steps[1].params == {"volume": 1, "word": "hey"}
+    assert "allowed [0, 11]" in config_error(pipeline(TOKENIZER, {"name": path, "volume": 12}))
+
+
+@pytest.mark.parametrize(
+    "suffix, expected",
+    [
+        ("OldStyle", "OldStyle takes its hyperparameters (volume, word) as __init__ arguments; "
+                     "declare them as fields of a nested"),
+        ("OldRanges", "OldRanges.ranges is not read: give each bound in its Config field"),
+        ("Undecorated", "Undecorated.Config needs the decorator @dataclass(frozen=True, kw_only=True)"),
+    ],
+)
+def test_old_style_custom_component_says_what_to_change(custom_package: str, suffix: str,
+                                                        expected: str) -> None:
+    message = config_error(pipeline(TOKENIZER, {"name": f"{custom_package}.components.{suffix}"}))
+    assert expected in message
+    assert "Writing a custom component" in message or "Undecorated" in message
 
 
 def test_custom_component_order_is_checked(custom_package: str) -> None:

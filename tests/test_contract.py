@@ -5,9 +5,11 @@ is covered without writing anything here. For each component it
 
 1. builds a minimal valid pipeline around it: the prerequisites come from the component's
    ``requires`` (``REQUIREMENT_PROVIDERS``), each with its own prerequisites;
-2. checks that ``__init__`` only stores: ``get_config()`` returns the constructor arguments,
-   nothing else is set, no file is touched (audit hook) and no heavy library is imported
-   (a fresh interpreter imports and constructs every registered component once);
+2. checks the config and that ``__init__`` only stores it: ``Config`` is a frozen dataclass
+   whose defaults fit its own types and bounds, ``get_config()`` returns the parameters it was
+   given (defaults filled in), ``self.config`` is all ``__init__`` sets, no file is touched
+   (audit hook) and no heavy library is imported (a fresh interpreter imports and constructs
+   every registered component once);
 3. trains the pipeline through ``nlu_engine.model.train`` on the tiny data set (entities,
    roles, a synonym, a regex, a lookup), processes messages, and keeps that output;
 4. checks that learned attributes end in ``_`` and that the archive holds only
@@ -22,6 +24,7 @@ prerequisites, add them to ``PREREQUISITES``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import subprocess
@@ -35,7 +38,7 @@ import numpy as np
 import pytest
 
 import nlu_engine.persistence
-from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component
+from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component, ComponentConfig
 from nlu_engine.config import load_config, parameters, validate_params
 from nlu_engine.message import Message
 from nlu_engine.model import Model, train
@@ -229,19 +232,22 @@ def construction_imports() -> dict[str, dict[str, Any]]:
 
 
 def check_init_only_stores(name: str, cls: type[Component], given: dict[str, Any]) -> None:
+    assert issubclass(cls.Config, ComponentConfig), f"{name}.Config must subclass Component.Config"
+    assert cls.Config.__dataclass_params__.frozen, f"{name}.Config must be frozen"  # type: ignore[attr-defined]
     full = validate_params(cls, given, name)
     with _record_side_effects() as events:
         configured = cls(**given)
         default = cls()
     assert events == [], f"{name}.__init__ touched the filesystem or imported: {events[:5]}"
-    assert configured.get_config() == full, f"{name}.get_config() does not return its arguments"
-    defaults = {k: p.default for k, p in parameters(cls).items()}
-    assert default.get_config() == defaults
-    names = set(parameters(cls))
-    extra = set(vars(configured)) - names
-    assert not extra, f"{name}.__init__ sets more than its parameters: {sorted(extra)}"
-    learned = [k for k in vars(configured) if k.endswith("_")]
-    assert not learned, f"{name}.__init__ sets learned attributes: {learned}"
+    assert configured.get_config() == full, f"{name}.get_config() does not return its parameters"
+    assert default.get_config() == cls.Config().as_dict() == validate_params(cls, {}, name)
+    assert set(full) == set(parameters(cls))
+    assert set(vars(configured)) == {"config"}, (
+        f"{name}.__init__ sets more than its config: {sorted(set(vars(configured)) - {'config'})}"
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        configured.config.changed = True  # type: ignore[attr-defined]
+    assert cls(configured.config).get_config() == full
 
 
 # --- output snapshots ---------------------------------------------------------------------------
@@ -276,7 +282,7 @@ def snapshot(pipeline: Pipeline, texts: list[str]) -> list[dict[str, Any]]:
 
 
 def learned_attributes(component: Component) -> set[str]:
-    return {k for k in vars(component) if not k.startswith("_")} - set(parameters(type(component)))
+    return {k for k in vars(component) if not k.startswith("_")} - {"config"}
 
 
 def check_archive_files(archive: Path, tmp_path: Path, folder_suffix: str) -> None:

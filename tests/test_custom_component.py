@@ -84,6 +84,8 @@ def test_config_validates_the_custom_component() -> None:
         load_config(config(negation_window=9))
     with pytest.raises(ConfigError, match="'positive_words' must be a list of a string"):
         load_config(config(positive_words="good"))
+    with pytest.raises(ConfigError, match=r"\(step 4\): positive_words and negative_words share good"):
+        load_config(config(negative_words=["Good"]))  # the Config's validate, before training
     with pytest.raises(ConfigError, match="needs tokens"):
         load_config({"pipeline": [{"name": SENTIMENT}]})
 

@@ -713,3 +713,34 @@ def test_training_data_is_not_modified(tmp_path: Path, tiny_data_path: Path, tin
     assert all(not m.features and not m.tokens for m in data.messages)
     second = train(LOGREG, data, out=tmp_path, fixed_model_name="two", log=None)
     assert Model.load(first).parse_batch(tiny_texts) == Model.load(second).parse_batch(tiny_texts)
+
+
+# --- an archive written by an earlier version -----------------------------------------------------
+OLD_ARCHIVE = PROJECT_ROOT / "tests" / "fixtures" / "archive_0.1.0"
+
+
+def _rounded(value: Any) -> Any:
+    """Floats to 6 significant digits: float32 sums may differ in the last bits on another CPU."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def test_archive_of_0_1_0_predicts_as_recorded() -> None:
+    """``model.tar.gz`` was trained from ``config.yml`` and ``nlu.yml`` (every built-in component
+    that needs no optional model) by nlu_engine 0.1.0, which took hyperparameters as ``__init__``
+    arguments; ``expected.json`` holds its parse results as that version gave them."""
+    expected = json.loads((OLD_ARCHIVE / "expected.json").read_text(encoding="utf-8"))
+    results = Model.load(OLD_ARCHIVE / "model.tar.gz").parse_batch(expected["texts"])
+    assert _rounded(results) == _rounded(expected["results"])
+
+
+def test_manifest_pipeline_format_is_unchanged() -> None:
+    """A config resolves to the same parameters, in the same order, as 0.1.0 stored them."""
+    stored = manifest_of(OLD_ARCHIVE / "model.tar.gz")["pipeline"]
+    resolved = load_config(OLD_ARCHIVE / "config.yml").as_dict()["pipeline"]
+    assert json.dumps(resolved) == json.dumps(stored)

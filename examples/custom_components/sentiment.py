@@ -15,8 +15,10 @@ Use it in a config.yml by its import path (run nlu-engine from the folder that h
 
 It shows the whole component contract in a few lines:
 
-- hyperparameters are typed keyword arguments with defaults; ``__init__`` only stores them
-  (so the config is validated against this signature before anything trains);
+- hyperparameters are the fields of a nested ``Config``, a frozen dataclass: a type and a
+  default each, bounds with ``param(..., low=, high=)`` and checks between fields in
+  ``validate``; the config.yml is validated against it before anything trains, and the
+  component reads them as ``self.config.<name>``;
 - ``requires`` / ``provides`` let the pipeline check the order when it is built;
 - ``train`` learns state into attributes ending in ``_``: here, the words the training data
   annotates as ``sentiment`` entities are added to the lexicon;
@@ -27,10 +29,12 @@ It shows the whole component contract in a few lines:
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from nlu_engine.component import ENTITIES, TOKENS, EntityExtractor
+from nlu_engine.component import ENTITIES, TOKENS, EntityExtractor, param
+from nlu_engine.errors import ConfigError
 from nlu_engine.message import TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -45,26 +49,30 @@ class SentimentAnalyzer(EntityExtractor):
 
     requires: ClassVar[tuple[str, ...]] = (TOKENS,)
     provides: ClassVar[tuple[str, ...]] = (ENTITIES,)
-    ranges: ClassVar[dict[str, tuple[float | None, float | None]]] = {"negation_window": (0, 5)}
 
-    def __init__(
-        self,
-        positive_words: list[str] = ["good", "great", "excellent", "love", "nice", "awesome"],  # noqa: B006
-        negative_words: list[str] = ["bad", "terrible", "awful", "hate", "poor", "horrible"],  # noqa: B006
-        negations: list[str] = ["not", "never", "no", "don't", "isn't", "wasn't"],  # noqa: B006
-        negation_window: int = 1,
-        learn_from_data: bool = True,
-    ) -> None:
-        self.positive_words = positive_words
-        self.negative_words = negative_words
-        self.negations = negations
-        self.negation_window = negation_window
-        self.learn_from_data = learn_from_data
+    @dataclass(frozen=True, kw_only=True)
+    class Config(EntityExtractor.Config):
+        positive_words: list[str] = param(["good", "great", "excellent", "love", "nice", "awesome"])
+        negative_words: list[str] = param(["bad", "terrible", "awful", "hate", "poor", "horrible"])
+        negations: list[str] = param(["not", "never", "no", "don't", "isn't", "wasn't"])
+        negation_window: int = param(1, low=0, high=5)
+        learn_from_data: bool = True
+
+        def validate(self) -> None:
+            super().validate()
+            both = {w.lower() for w in self.positive_words} & {w.lower() for w in self.negative_words}
+            if both:
+                raise ConfigError(
+                    f"positive_words and negative_words share {', '.join(sorted(both))}; "
+                    "keep each word in one list"
+                )
+
+    config: Config
 
     def train(self, data: TrainingData) -> None:
-        lexicon: dict[str, Polarity] = {w.lower(): "positive" for w in self.positive_words}
-        lexicon.update({w.lower(): "negative" for w in self.negative_words})
-        if self.learn_from_data:
+        lexicon: dict[str, Polarity] = {w.lower(): "positive" for w in self.config.positive_words}
+        lexicon.update({w.lower(): "negative" for w in self.config.negative_words})
+        if self.config.learn_from_data:
             for message in data.messages:
                 for entity in message.entities:
                     if entity["entity"] == ENTITY and entity.get("value") in FLIP:
@@ -73,14 +81,14 @@ class SentimentAnalyzer(EntityExtractor):
         self.lexicon_ = dict(sorted(lexicon.items()))
 
     def process(self, messages: list[Message]) -> None:
-        negations = {w.lower() for w in self.negations}
+        negations = {w.lower() for w in self.config.negations}
         for message in messages:
             tokens = message.tokens.get(TEXT, [])
             for i, token in enumerate(tokens):
                 polarity = self.lexicon_.get(token.text.lower())
                 if polarity is None:
                     continue
-                before = tokens[max(0, i - self.negation_window) : i]
+                before = tokens[max(0, i - self.config.negation_window) : i]
                 if any(t.text.lower() in negations for t in before):
                     polarity = FLIP[polarity]
                 message.entities.append(

@@ -9,7 +9,9 @@ no intent prediction (confidence 0) falls back too. Nothing is learned or persis
 
 from __future__ import annotations
 
-from nlu_engine.component import INTENT, Component
+from dataclasses import dataclass
+
+from nlu_engine.component import INTENT, Component, param
 from nlu_engine.message import Message
 
 FALLBACK_INTENT = "nlu_fallback"
@@ -20,28 +22,30 @@ class FallbackClassifier(Component):
 
     requires = (INTENT,)
     provides = (INTENT,)
-    ranges = {"threshold": (0.0, 1.0), "ambiguity_threshold": (0.0, 1.0)}
 
-    def __init__(self, threshold: float = 0.3, ambiguity_threshold: float = 0.1) -> None:
-        self.threshold = threshold
-        self.ambiguity_threshold = ambiguity_threshold
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Component.Config):
+        threshold: float = param(0.3, low=0.0, high=1.0)
+        ambiguity_threshold: float = param(0.1, low=0.0, high=1.0)
+
+    config: Config
 
     def should_fallback(self, message: Message) -> bool:
         """Whether the message's intent prediction is too unsure to keep."""
-        if float(message.intent_confidence) < self.threshold:
+        if float(message.intent_confidence) < self.config.threshold:
             return True
         ranking = message.intent_ranking
         if len(ranking) >= 2:
             first = float(ranking[0].get("confidence", 1.0))
             second = float(ranking[1].get("confidence", 1.0))
-            return first - second < self.ambiguity_threshold
+            return first - second < self.config.ambiguity_threshold
         return False
 
     def process(self, messages: list[Message]) -> None:
         for message in messages:
             if not self.should_fallback(message):
                 continue
-            confidence = float(self.threshold)
+            confidence = float(self.config.threshold)
             message.intent = FALLBACK_INTENT
             message.intent_confidence = confidence
             message.intent_response_key = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,11 @@ from nlu_engine.training_data.training_data import TrainingData
 class KeywordIntentClassifier(IntentClassifier):
     """Rasa's keyword matcher: one matching intent gives confidence 1.0, none or several None."""
 
-    def __init__(self, case_sensitive: bool = True) -> None:
-        self.case_sensitive = case_sensitive
+    @dataclass(frozen=True, kw_only=True)
+    class Config(IntentClassifier.Config):
+        case_sensitive: bool = True
+
+    config: Config
 
     def train(self, data: TrainingData) -> None:
         self.keywords_: dict[str, str] = {}
@@ -33,7 +37,7 @@ class KeywordIntentClassifier(IntentClassifier):
         self._compile()
 
     def _compile(self) -> None:
-        flags = 0 if self.case_sensitive else re.IGNORECASE
+        flags = 0 if self.config.case_sensitive else re.IGNORECASE
         self._patterns = [
             (re.compile(r"\b" + re.escape(keyword) + r"\b", flags), intent)
             for keyword, intent in self.keywords_.items()

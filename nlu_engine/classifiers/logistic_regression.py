@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -10,7 +11,7 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, IntentClassifier
+from nlu_engine.component import FEATURES, IntentClassifier, param
 from nlu_engine.message import TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -41,23 +42,16 @@ class LogisticRegressionClassifier(IntentClassifier):
     """Multinomial logistic regression (class_weight='balanced'), Rasa's defaults."""
 
     requires = (FEATURES,)
-    ranges = {"max_iter": (1, None), "tol": (0, None), "ranking_length": (0, None)}
 
-    def __init__(
-        self,
-        max_iter: int = 100,
-        solver: Literal["lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"] = (
-            "lbfgs"
-        ),
-        tol: float = 1e-4,
-        random_state: int = 42,
-        ranking_length: int = 10,
-    ) -> None:
-        self.max_iter = max_iter
-        self.solver = solver
-        self.tol = tol
-        self.random_state = random_state
-        self.ranking_length = ranking_length
+    @dataclass(frozen=True, kw_only=True)
+    class Config(IntentClassifier.Config):
+        max_iter: int = param(100, low=1)
+        solver: Literal["lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"] = "lbfgs"
+        tol: float = param(1e-4, low=0)
+        random_state: int = 42
+        ranking_length: int = param(10, low=0)
+
+    config: Config
 
     def train(self, data: TrainingData) -> None:
         from sklearn.linear_model import LogisticRegression
@@ -72,10 +66,10 @@ class LogisticRegressionClassifier(IntentClassifier):
             return
         y = [m.intent for m in examples]
         model = LogisticRegression(
-            max_iter=self.max_iter,
-            solver=self.solver,
-            tol=self.tol,
-            random_state=self.random_state,
+            max_iter=self.config.max_iter,
+            solver=self.config.solver,
+            tol=self.config.tol,
+            random_state=self.config.random_state,
             class_weight="balanced",
         )
         # sklearn's loss runs in OpenMP threads; on NLU-sized data the threads only add overhead,
@@ -103,7 +97,7 @@ class LogisticRegressionClassifier(IntentClassifier):
             return
         probabilities = self._probabilities(sentence_matrix(messages, self.width_))
         for message, p in zip(messages, probabilities, strict=True):
-            write_intent(message, self.classes_, p, self.ranking_length)
+            write_intent(message, self.classes_, p, self.config.ranking_length)
 
     def persist(self, directory: Path) -> None:
         np.savez(directory / "weights.npz", coef=self.coef_, intercept=self.intercept_)

@@ -25,11 +25,10 @@ selector writes nothing.
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import re
 import sys
-import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +36,7 @@ import numpy as np
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, RESPONSE
+from nlu_engine.component import FEATURES, RESPONSE, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import TEXT, Message
 from nlu_engine.tokenizers.base import INTENT_RESPONSE_KEY
@@ -56,40 +55,15 @@ def utter_action(intent_response_key: str) -> str:
     return f"utter_{intent_response_key}"
 
 
-#: Rasa's ResponseSelector defaults where they differ from our DIETClassifier's
-SELECTOR_DEFAULTS: dict[str, Any] = {
-    "hidden_layers_sizes": {"text": [256, 128], "label": [256, 128]},
-    "transformer_size": None,  # 256 when number_of_transformer_layers > 0
-    "number_of_transformer_layers": 0,
-    "dense_dimension": {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH},
-    "concat_dimension": {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH},
-    "connection_density": 1.0,
-    "scale_loss": True,
-    "use_all_labels_as_negatives": False,  # Rasa's sampled negatives (not measured otherwise)
-    "use_sparse_input_dropout": False,
-    "use_dense_input_dropout": False,
-    "intent_classification": True,
-    "entity_recognition": False,
-}
-#: parameters the selector fixes: Rasa overrides them silently, here other values are refused
-FIXED_TYPES: dict[str, Any] = {
-    "intent_classification": Literal[True],
-    "entity_recognition": Literal[False],
-}
-
-
 class ResponseSelector(DIETClassifier):
     """Rasa's ResponseSelector: DIET trained on retrieval-intent response keys.
 
     Hyperparameters: every DIETClassifier parameter, with Rasa's ResponseSelector defaults
-    where they differ (``SELECTOR_DEFAULTS``: hidden layers [256, 128] per side, no
-    transformer, dense / concat widths 512, ``scale_loss``, no input dropout) and our DIET
-    defaults otherwise (``epochs`` 20, more on small data, with a linearly decaying learning rate,
-    ``random_seed``
+    where they differ (hidden layers [256, 128] per side, no transformer, dense / concat widths
+    512, ``scale_loss``, sampled negatives, no input dropout) and our DIET defaults otherwise
+    (``epochs`` 20, more on small data, with a linearly decaying learning rate, ``random_seed``
     42), plus ``retrieval_intent`` and ``use_text_as_label``. Entity recognition is always off:
     ``entity_recognition`` and ``intent_classification`` accept only the values it uses.
-    The signature is DIET's, derived when this module is imported (see the end of the module),
-    so a parameter added to DIET is a parameter here too.
     """
 
     provides = (RESPONSE,)
@@ -98,24 +72,37 @@ class ResponseSelector(DIETClassifier):
     #: the label features: the tokens of ``faq/ask_name``
     label_attribute = INTENT_RESPONSE_KEY
 
-    def __init__(
-        self,
-        retrieval_intent: str | None = None,
-        use_text_as_label: bool = False,
-        **diet_parameters: Any,
-    ) -> None:
-        super().__init__(**{**_SELECTOR_DIET_DEFAULTS, **diet_parameters})
-        self.retrieval_intent = retrieval_intent
-        self.use_text_as_label = use_text_as_label
+    @dataclass(frozen=True, kw_only=True)
+    class Config(DIETClassifier.Config):
+        """DIET's parameters with Rasa's ResponseSelector defaults (DIET's bounds and ``validate``
+        still apply), then the selector's own two."""
+
+        hidden_layers_sizes: dict[str, list[int]] = param({"text": [256, 128], "label": [256, 128]})
+        transformer_size: int | None = None  # 256 when number_of_transformer_layers > 0
+        number_of_transformer_layers: int = 0
+        dense_dimension: dict[str, int] = param({"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH})
+        concat_dimension: dict[str, int] = param({"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH})
+        scale_loss: bool = True
+        use_all_labels_as_negatives: bool | Literal["auto"] = False  # Rasa's sampled negatives
+        use_sparse_input_dropout: bool = False
+        use_dense_input_dropout: bool = False
+        # fixed: Rasa overrides other values silently, here they are refused
+        intent_classification: Literal[True] = True
+        entity_recognition: Literal[False] = False
+        retrieval_intent: str | None = None
+        use_text_as_label: bool = False
+
+    config: Config
 
     # --- names ------------------------------------------------------------------------------
     @property
     def selector_key(self) -> str:
         """Where the prediction goes in ``response_selector``: the retrieval intent or default."""
-        return self.retrieval_intent or DEFAULT_SELECTOR
+        return self.config.retrieval_intent or DEFAULT_SELECTOR
 
     def _name(self) -> str:
-        return f"ResponseSelector({self.retrieval_intent})" if self.retrieval_intent else "ResponseSelector"
+        intent = self.config.retrieval_intent
+        return f"ResponseSelector({intent})" if intent else "ResponseSelector"
 
     # --- labels -----------------------------------------------------------------------------
     def response_key_of(self, message: Message) -> str | None:
@@ -123,14 +110,14 @@ class ResponseSelector(DIETClassifier):
         key = message.intent_response_key
         if not key or "/" not in key:
             return None
-        if self.retrieval_intent and key.split("/", 1)[0] != self.retrieval_intent:
+        if self.config.retrieval_intent and key.split("/", 1)[0] != self.config.retrieval_intent:
             return None
         return key
 
     def label_of(self, message: Message) -> str | None:
         """The response key, or with ``use_text_as_label`` the key's response text."""
         key = self.response_key_of(message)
-        if key is None or not self.use_text_as_label:
+        if key is None or not self.config.use_text_as_label:
             return key
         return self._response_text(key)
 
@@ -143,7 +130,7 @@ class ResponseSelector(DIETClassifier):
 
     def _key_of_label(self, label: str) -> str:
         """The response key a predicted label stands for (Rasa's ``_resolve_intent_response_key``)."""
-        if not self.use_text_as_label:
+        if not self.config.use_text_as_label:
             return label
         for action, responses in self.responses_.items():
             key = action.removeprefix("utter_")
@@ -155,7 +142,7 @@ class ResponseSelector(DIETClassifier):
 
     def _label_features(self, examples: list[Message]) -> np.ndarray:
         """Response keys: their token features (DIET's rule). Response texts: bag of words."""
-        if not self.use_text_as_label:
+        if not self.config.use_text_as_label:
             return super()._label_features(examples)
         words = [[w.lower() for w in _WORD.findall(label)] for label in self.intents_]
         vocabulary = {w: i for i, w in enumerate(sorted({w for ws in words for w in ws}))}
@@ -170,25 +157,25 @@ class ResponseSelector(DIETClassifier):
     def network_params(self) -> dict[str, Any]:
         p = super().network_params()
         widths = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
-        p["dense_dimension"] = {**widths, **self.dense_dimension}
-        p["concat_dimension"] = {**widths, **self.concat_dimension}
+        p["dense_dimension"] = {**widths, **self.config.dense_dimension}
+        p["concat_dimension"] = {**widths, **self.config.concat_dimension}
         p["intent_classification"], p["entity_recognition"] = True, False
         return p
 
     def _warn_about_transformer(self) -> None:
-        if self.number_of_transformer_layers <= 0:
+        if self.config.number_of_transformer_layers <= 0:
             return
         name = self._name()
-        if self.transformer_size is None:
+        if self.config.transformer_size is None:
             print(
                 f"warning: {name}: number_of_transformer_layers > 0 needs a transformer_size; "
                 "using 256",
                 file=sys.stderr,
             )
-        if any(self.hidden_layers_sizes.get(side) for side in ("text", "label")):
+        if any(self.config.hidden_layers_sizes.get(side) for side in ("text", "label")):
             print(
                 f"warning: {name}: with a transformer, hidden_layers_sizes "
-                f"{self.hidden_layers_sizes} usually hurt; Rasa recommends "
+                f"{self.config.hidden_layers_sizes} usually hurt; Rasa recommends "
                 "{text: [], label: []}",
                 file=sys.stderr,
             )
@@ -211,10 +198,10 @@ class ResponseSelector(DIETClassifier):
         examples = [m for m in data.messages if self.label_of(m) and m.tokens.get(TEXT)]
         if not examples:
             self.intents_ = []
-            if self.retrieval_intent:
+            if self.config.retrieval_intent:
                 print(
                     f"warning: {self._name()}: no training examples of retrieval intent "
-                    f"'{self.retrieval_intent}' (retrieval intents in the data: "
+                    f"'{self.config.retrieval_intent}' (retrieval intents in the data: "
                     f"{', '.join(self.all_retrieval_intents_) or 'none'}); nothing is trained",
                     file=sys.stderr,
                 )
@@ -242,7 +229,7 @@ class ResponseSelector(DIETClassifier):
                 f"{self._name()}: the messages have no features; add a featurizer such as "
                 "CountVectorsFeaturizer before ResponseSelector"
             )
-        if self.number_of_transformer_layers == 0 and not has["sentence"]:
+        if self.config.number_of_transformer_layers == 0 and not has["sentence"]:
             raise ConfigError(
                 f"{self._name()}: without a transformer (number_of_transformer_layers: 0) it "
                 "reads sentence features, and no featurizer gives them; add "
@@ -261,8 +248,8 @@ class ResponseSelector(DIETClassifier):
         for message, result in zip(todo, self.predict_arrays(todo), strict=True):
             confidences = result.get("intent", np.ones(len(self.intents_)))
             ranked = Message(text="")  # the shared ranking rule (top k, optional renormalising)
-            write_intent(ranked, self.intents_, confidences, self.ranking_length,
-                         self.renormalize_confidences)
+            write_intent(ranked, self.intents_, confidences, self.config.ranking_length,
+                         self.config.renormalize_confidences)
             top = ranked.intent_ranking[0]
             key = self._key_of_label(top["name"])
             responses = self.responses_.get(utter_action(key)) or [{"text": key}]
@@ -308,41 +295,3 @@ class ResponseSelector(DIETClassifier):
         component.all_retrieval_intents_ = [str(i) for i in state["all_retrieval_intents"]]
         component.responses_ = {str(k): list(v) for k, v in responses.items()}
         return component
-
-
-# --- the signature: DIET's parameters with the selector's defaults, then its own two ----------
-def _selector_signature() -> tuple[inspect.Signature, dict[str, Any]]:
-    diet = inspect.signature(DIETClassifier.__init__)
-    hints = typing.get_type_hints(DIETClassifier.__init__)
-    keyword = inspect.Parameter.KEYWORD_ONLY
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    annotations: dict[str, Any] = {}
-    for name, parameter in diet.parameters.items():
-        if name == "self" or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        annotations[name] = FIXED_TYPES.get(name, hints.get(name, parameter.annotation))
-        parameters.append(
-            parameter.replace(
-                kind=keyword,
-                default=SELECTOR_DEFAULTS.get(name, parameter.default),
-                annotation=annotations[name],
-            )
-        )
-    annotations["retrieval_intent"] = str | None
-    annotations["use_text_as_label"] = bool
-    parameters += [
-        inspect.Parameter("retrieval_intent", keyword, default=None, annotation=str | None),
-        inspect.Parameter("use_text_as_label", keyword, default=False, annotation=bool),
-    ]
-    annotations["return"] = None
-    return inspect.Signature(parameters), annotations
-
-
-_SELECTOR_DIET_DEFAULTS = {
-    name: value
-    for name, value in SELECTOR_DEFAULTS.items()
-    if name in inspect.signature(DIETClassifier.__init__).parameters
-}
-ResponseSelector.__init__.__signature__, ResponseSelector.__init__.__annotations__ = (  # type: ignore[attr-defined]
-    _selector_signature()
-)

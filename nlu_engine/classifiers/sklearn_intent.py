@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +39,8 @@ import scipy.sparse
 
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, IntentClassifier
+from nlu_engine.component import FEATURES, IntentClassifier, param
+from nlu_engine.errors import ConfigError
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -54,31 +56,24 @@ class SklearnIntentClassifier(IntentClassifier):
     """Rasa's SVM intent classifier (grid search over C, gamma and kernels)."""
 
     requires = (FEATURES,)
-    ranges = {
-        "C": (1e-9, None),  # SVC needs C > 0
-        "gamma": (0, None),
-        "max_cross_validation_folds": (2, None),
-        "num_threads": (1, None),
-        "ranking_length": (0, None),
-    }
 
-    def __init__(
-        self,
-        C: list[float] = [1, 2, 5, 10, 20, 100],  # noqa: B006 - never mutated
-        gamma: list[float] = [0.1],  # noqa: B006
-        kernels: list[Kernel] = ["linear"],  # noqa: B006
-        max_cross_validation_folds: int = 5,
-        scoring_function: str = "f1_weighted",
-        num_threads: int = 1,
-        ranking_length: int = 10,
-    ) -> None:
-        self.C = C
-        self.gamma = gamma
-        self.kernels = kernels
-        self.max_cross_validation_folds = max_cross_validation_folds
-        self.scoring_function = scoring_function
-        self.num_threads = num_threads
-        self.ranking_length = ranking_length
+    @dataclass(frozen=True, kw_only=True)
+    class Config(IntentClassifier.Config):
+        C: list[float] = param([1, 2, 5, 10, 20, 100], low=1e-9)  # SVC needs C > 0
+        gamma: list[float] = param([0.1], low=0)
+        kernels: list[Kernel] = param(["linear"])
+        max_cross_validation_folds: int = param(5, low=2)
+        scoring_function: str = "f1_weighted"
+        num_threads: int = param(1, low=1)
+        ranking_length: int = param(10, low=0)
+
+        def validate(self) -> None:
+            super().validate()
+            empty = [name for name in ("C", "gamma", "kernels") if not getattr(self, name)]
+            if empty:
+                raise ConfigError(f"{', '.join(empty)} must not be empty: the grid needs a value of each")
+
+    config: Config
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
@@ -103,9 +98,9 @@ class SklearnIntentClassifier(IntentClassifier):
     def _grid(self) -> list[dict[str, Any]]:
         return [
             {"C": float(c), "gamma": float(g), "kernel": str(k)}
-            for c in self.C
-            for g in self.gamma
-            for k in self.kernels
+            for c in self.config.C
+            for g in self.config.gamma
+            for k in self.config.kernels
         ]
 
     def _search(self, X: scipy.sparse.csr_matrix, y: np.ndarray) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -113,23 +108,21 @@ class SklearnIntentClassifier(IntentClassifier):
         from sklearn.model_selection import GridSearchCV
         from sklearn.svm import SVC
 
-        grid = self._grid()
-        if not grid:
-            raise ValueError("SklearnIntentClassifier: C, gamma and kernels must not be empty")
+        grid = self._grid()  # never empty: the config requires a value of each
         smallest = int(np.bincount(y).min())
-        folds = max(2, min(self.max_cross_validation_folds, smallest // 5))
+        folds = max(2, min(self.config.max_cross_validation_folds, smallest // 5))
         if len(grid) == 1 or smallest < folds:
             return grid[0], {"best_params": grid[0], "folds": 0}
         search = GridSearchCV(
             SVC(class_weight="balanced"),
             param_grid={
-                "C": [float(c) for c in self.C],
-                "gamma": [float(g) for g in self.gamma],
-                "kernel": [str(k) for k in self.kernels],
+                "C": [float(c) for c in self.config.C],
+                "gamma": [float(g) for g in self.config.gamma],
+                "kernel": [str(k) for k in self.config.kernels],
             },
             cv=folds,
-            scoring=self.scoring_function,
-            n_jobs=self.num_threads,
+            scoring=self.config.scoring_function,
+            n_jobs=self.config.num_threads,
             refit=False,
         )
         with warnings.catch_warnings():
@@ -148,7 +141,7 @@ class SklearnIntentClassifier(IntentClassifier):
             "best_params": best,
             "best_score": float(search.best_score_),
             "folds": folds,
-            "scoring": self.scoring_function,
+            "scoring": self.config.scoring_function,
         }
         return best, summary
 
@@ -168,7 +161,7 @@ class SklearnIntentClassifier(IntentClassifier):
                 message.intent, message.intent_confidence, message.intent_ranking = None, 0.0, []
             return
         for message, p in zip(messages, self.predict_proba(messages), strict=True):
-            write_intent(message, self.classes_, p, self.ranking_length)
+            write_intent(message, self.classes_, p, self.config.ranking_length)
 
     # --- persistence ----------------------------------------------------------------------
     def persist(self, directory: Path) -> None:

@@ -34,11 +34,12 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nlu_engine.component import TOKENS, EntityExtractor
-from nlu_engine.errors import ConfigError, closest
+from nlu_engine.component import TOKENS, EntityExtractor, param
+from nlu_engine.errors import ConfigError
 from nlu_engine.message import TEXT, Message, Token
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
@@ -52,10 +53,6 @@ CRFFeature = Literal[
     "low", "title", "upper", "digit", "prefix5", "prefix2", "suffix5", "suffix3", "suffix2",
     "suffix1", "bias", "pos", "pos2", "pattern", "text_dense_features", "entity",
 ]
-SUPPORTED_FEATURES: tuple[str, ...] = (
-    "low", "title", "upper", "digit", "prefix5", "prefix2", "suffix5", "suffix3", "suffix2",
-    "suffix1", "bias", "pos", "pos2", "pattern", "text_dense_features", "entity",
-)
 DEFAULT_FEATURES: list[list[str]] = [
     ["low", "title", "upper"],
     ["low", "bias", "prefix5", "prefix2", "suffix5", "suffix3", "suffix2", "upper", "title", "digit",
@@ -68,50 +65,36 @@ class CRFEntityExtractor(EntityExtractor):
     """Entities (and their roles and groups) from CRFs over lexical token features."""
 
     requires = (TOKENS,)
-    ranges = {"max_iterations": (1, None), "L1_c": (0, None), "L2_c": (0, None)}
 
-    def __init__(
-        self,
-        BILOU_flag: bool = True,
-        split_entities_by_comma: bool | dict[str, bool] = True,
-        features: list[list[CRFFeature]] = DEFAULT_FEATURES,  # type: ignore[assignment] # never mutated
-        max_iterations: int = 50,
-        L1_c: float = 0.1,
-        L2_c: float = 0.1,
-        featurizers: list[str] = [],  # noqa: B006 - never mutated
-    ) -> None:
-        self.BILOU_flag = BILOU_flag
-        self.split_entities_by_comma = split_entities_by_comma
-        self.features = features
-        self.max_iterations = max_iterations
-        self.L1_c = L1_c
-        self.L2_c = L2_c
-        self.featurizers = featurizers
+    @dataclass(frozen=True, kw_only=True)
+    class Config(EntityExtractor.Config):
+        BILOU_flag: bool = True
+        split_entities_by_comma: bool | dict[str, bool] = True
+        features: list[list[CRFFeature]] = param(DEFAULT_FEATURES)
+        max_iterations: int = param(50, low=1)
+        L1_c: float = param(0.1, low=0)
+        L2_c: float = param(0.1, low=0)
+        featurizers: list[str] = param([])
 
-    # --- configuration ----------------------------------------------------------------------
-    def check_config(self) -> None:
-        if not isinstance(self.features, list | tuple) or len(self.features) % 2 != 1:
-            raise ConfigError(
-                f"{EXTRACTOR_NAME}: 'features' needs an odd number of lists (tokens before, the "
-                "token itself, tokens after), e.g. [[low], [low, bias, suffix3], [low]]"
-            )
-        for window in self.features:
-            for feature in window:
-                if feature not in SUPPORTED_FEATURES:
-                    raise ConfigError(
-                        f"{EXTRACTOR_NAME}: unknown feature '{feature}'"
-                        f"{closest(str(feature), SUPPORTED_FEATURES)} in 'features'; allowed: "
-                        f"{', '.join(SUPPORTED_FEATURES)}"
-                    )
+        def validate(self) -> None:
+            super().validate()
+            if len(self.features) % 2 != 1:
+                raise ConfigError(
+                    "'features' needs an odd number of lists (tokens before, the token itself, "
+                    "tokens after), e.g. [[low], [low, bias, suffix3], [low]]"
+                )
+
+    config: Config
 
     # --- features ---------------------------------------------------------------------------
     def _token_values(self, message: Message) -> list[dict[str, Any]]:
         """Each token's own feature values (before windowing)."""
         tokens: list[Token] = message.tokens.get(TEXT, [])
-        wanted = {f for window in self.features for f in window}
+        wanted = {f for window in self.config.features for f in window}
         dense = None
         if DENSE in wanted:
-            dense = message.features_for(TEXT, "sequence", sparse=False, origins=self.featurizers or None)
+            origins = self.config.featurizers or None
+            dense = message.features_for(TEXT, "sequence", sparse=False, origins=origins)
             if dense is not None and len(dense) != len(tokens):
                 print(
                     f"warning: {EXTRACTOR_NAME}: {len(dense)} dense feature rows for "
@@ -149,7 +132,7 @@ class CRFEntityExtractor(EntityExtractor):
     ) -> list[dict[str, Any]]:
         """CRFsuite feature dicts for each token, with the window and (for role and group
         CRFs) the entity tags."""
-        half = len(self.features) // 2
+        half = len(self.config.features) // 2
         count = len(values)
         sequence = []
         for index in range(count):
@@ -162,7 +145,7 @@ class CRFEntityExtractor(EntityExtractor):
                 if other < 0:
                     features["BOS"] = True
                     continue
-                names = list(self.features[offset + half])
+                names = list(self.config.features[offset + half])
                 if entity_tags is not None:
                     names.append("entity")
                 prefix = str(offset)
@@ -182,7 +165,6 @@ class CRFEntityExtractor(EntityExtractor):
 
     # --- training ---------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
-        self.check_config()
         self.order_: list[str] = []
         self.models_: dict[str, bytes] = {}
         self._taggers: dict[str, Any] = {}
@@ -191,7 +173,7 @@ class CRFEntityExtractor(EntityExtractor):
         if not any(m.entities for m in examples):
             return
         self._report_misaligned(examples)
-        if self.BILOU_flag:
+        if self.config.BILOU_flag:
             self.trailing_punctuation_ = bilou.trailing_punctuation(
                 (m.text, m.tokens[TEXT], m.entities) for m in examples
             )
@@ -203,8 +185,9 @@ class CRFEntityExtractor(EntityExtractor):
             if present
         ]
         values = [self._token_values(m) for m in examples]
+        bilou_flag = self.config.BILOU_flag
         gold = {
-            name: [bilou.entity_tags(m.tokens[TEXT], m.entities, name, self.BILOU_flag) for m in examples]
+            name: [bilou.entity_tags(m.tokens[TEXT], m.entities, name, bilou_flag) for m in examples]
             for name in self.order_
         }
         for name in self.order_:
@@ -222,9 +205,9 @@ class CRFEntityExtractor(EntityExtractor):
         trainer = pycrfsuite.Trainer(
             algorithm="lbfgs",
             params={
-                "c1": float(self.L1_c),
-                "c2": float(self.L2_c),
-                "max_iterations": int(self.max_iterations),
+                "c1": float(self.config.L1_c),
+                "c2": float(self.config.L2_c),
+                "max_iterations": int(self.config.max_iterations),
                 "feature.possible_transitions": True,
             },
             verbose=False,
@@ -247,7 +230,7 @@ class CRFEntityExtractor(EntityExtractor):
             self._taggers[name] = tagger
 
     def _report_misaligned(self, examples: list[Message]) -> None:
-        if not self.BILOU_flag:
+        if not self.config.BILOU_flag:
             return
         bad = [
             f"'{message.text[e['start']:e['end']]}' ({e['entity']}) in '{message.text}'"
@@ -274,7 +257,7 @@ class CRFEntityExtractor(EntityExtractor):
         for token in marginals:
             tag = max(token, key=lambda label: token[label])
             tags.append(tag)
-            if self.BILOU_flag:
+            if self.config.BILOU_flag:
                 kind = bilou.tag_without_prefix(tag)
                 confidences.append(sum(p for t, p in token.items() if bilou.tag_without_prefix(t) == kind))
             else:
@@ -291,7 +274,7 @@ class CRFEntityExtractor(EntityExtractor):
             marginals = self._marginals(name, self._sequence_features(values, entity_tags))
             predicted, scores = self._most_likely(marginals)
             tags[name], confidences[name] = predicted, scores
-        if self.BILOU_flag:  # repair each sequence (the entity tags were used raw above, as in Rasa)
+        if self.config.BILOU_flag:  # repair each sequence (the entity tags were used raw above, as in Rasa)
             for name in self.order_:
                 repaired, scores = bilou.ensure_consistent_bilou(tags[name], confidences[name])
                 tags[name], confidences[name] = repaired, scores if scores is not None else []
@@ -314,8 +297,8 @@ class CRFEntityExtractor(EntityExtractor):
                     tags,
                     confidences,
                     extractor=EXTRACTOR_NAME,
-                    split_entities_by_comma=self.split_entities_by_comma,
-                    bilou=self.BILOU_flag,
+                    split_entities_by_comma=self.config.split_entities_by_comma,
+                    bilou=self.config.BILOU_flag,
                     trailing=self.trailing_punctuation_,
                 )
             )
@@ -336,7 +319,6 @@ class CRFEntityExtractor(EntityExtractor):
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> CRFEntityExtractor:
         extractor = cls(**config)
-        extractor.check_config()
         state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
         order = [str(name) for name in state.get("order", [])]
         unknown = [name for name in order if name not in TAG_NAMES]

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from nlu_engine.component import EntityExtractor
-from nlu_engine.featurizers.sparse.regex import compile_patterns, extract_patterns
+from nlu_engine.featurizers.sparse.regex import PatternConfig, compile_patterns, extract_patterns
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -33,25 +34,19 @@ class RegexEntityExtractor(EntityExtractor):
 
     requires = ()
 
-    def __init__(
-        self,
-        case_sensitive: bool = False,
-        use_lookup_tables: bool = True,
-        use_regexes: bool = True,
-        use_word_boundaries: bool = True,
-    ) -> None:
-        self.case_sensitive = case_sensitive
-        self.use_lookup_tables = use_lookup_tables
-        self.use_regexes = use_regexes
-        self.use_word_boundaries = use_word_boundaries
+    @dataclass(frozen=True, kw_only=True)
+    class Config(PatternConfig):
+        case_sensitive: bool = False
+
+    config: Config
 
     def train(self, data: TrainingData) -> None:
         entity_types = set(data.entity_types)
         patterns = extract_patterns(
-            data, self.use_regexes, self.use_lookup_tables, self.use_word_boundaries
+            data, self.config.use_regexes, self.config.use_lookup_tables, self.config.use_word_boundaries
         )
         self.patterns_ = [p for p in patterns if p["name"] in entity_types]
-        self._compiled = compile_patterns(self.patterns_, self.case_sensitive)
+        self._compiled = compile_patterns(self.patterns_, self.config.case_sensitive)
         if not self.patterns_:
             print(
                 f"warning: {EXTRACTOR_NAME}: no regex or lookup table in the training data is "
@@ -100,6 +95,6 @@ class RegexEntityExtractor(EntityExtractor):
         if not isinstance(patterns, list):
             raise ValueError(f"{REGEX_FILE} must hold a list of patterns")
         extractor.patterns_ = [{"name": str(p["name"]), "pattern": str(p["pattern"])} for p in patterns]
-        extractor._compiled = compile_patterns(extractor.patterns_, extractor.case_sensitive)
+        extractor._compiled = compile_patterns(extractor.patterns_, extractor.config.case_sensitive)
         return extractor
 

@@ -33,9 +33,6 @@ class EntitySynonymMapper(Component):
     requires = (ENTITIES,)
     provides = ()
 
-    def __init__(self) -> None:
-        pass
-
     # --- training ---------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
         self.synonyms_: dict[str, str] = {}

@@ -1,8 +1,8 @@
 """What every tokenizer shares: label splitting, ``token_pattern`` and the batch loop.
 
-A concrete tokenizer subclasses :class:`BaseTokenizer`, declares the four common
+A concrete tokenizer subclasses :class:`BaseTokenizer`, which holds the four common
 hyperparameters (``intent_tokenization_flag``, ``intent_split_symbol``, ``token_pattern``,
-``prefix_separator_symbol``) in its ``__init__`` and implements :meth:`BaseTokenizer.tokenize`
+``prefix_separator_symbol``) in its ``Config``, and implements :meth:`BaseTokenizer.tokenize`
 for free text. Labels (``intent``, ``intent_response_key``) are never tokenized as text: they
 are kept whole, or split on ``intent_split_symbol`` when ``intent_tokenization_flag`` is set.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from nlu_engine.component import Tokenizer
 from nlu_engine.errors import ConfigError
@@ -112,21 +113,23 @@ def apply_token_pattern(tokens: list[Token], pattern: str | None) -> list[Token]
 class BaseTokenizer(Tokenizer):
     """Tokenizes ``text`` and ``response`` with :meth:`tokenize`, splits label names.
 
-    Every tokenizer shares Rasa's tokenizer parameters, stored here; a subclass with more
-    parameters extends this ``__init__``.
+    Every tokenizer shares Rasa's tokenizer parameters, declared here; a subclass with more
+    parameters subclasses this ``Config``.
     """
 
-    def __init__(
-        self,
-        intent_tokenization_flag: bool = False,
-        intent_split_symbol: str = "_",
-        token_pattern: str | None = None,
-        prefix_separator_symbol: str | None = None,
-    ) -> None:
-        self.intent_tokenization_flag = intent_tokenization_flag
-        self.intent_split_symbol = intent_split_symbol
-        self.token_pattern = token_pattern
-        self.prefix_separator_symbol = prefix_separator_symbol
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Tokenizer.Config):
+        intent_tokenization_flag: bool = False
+        intent_split_symbol: str = "_"
+        token_pattern: str | None = None
+        prefix_separator_symbol: str | None = None
+
+        def validate(self) -> None:
+            super().validate()
+            if self.token_pattern:
+                compile_token_pattern(self.token_pattern)
+
+    config: Config
 
     def tokenize(self, message: Message, attribute: str) -> list[Token]:
         """Tokens of a free-text attribute (before ``token_pattern`` is applied)."""
@@ -136,21 +139,19 @@ class BaseTokenizer(Tokenizer):
         """Tokens of a label: whole, or split on the split symbol (see :func:`split_label`)."""
         words = split_label(
             name,
-            self.intent_tokenization_flag,
-            self.intent_split_symbol,
-            self.prefix_separator_symbol,
+            self.config.intent_tokenization_flag,
+            self.config.intent_split_symbol,
+            self.config.prefix_separator_symbol,
             split_response_key=attribute == INTENT_RESPONSE_KEY,
         )
         return words_to_tokens(words, name)
 
     def process(self, messages: list[Message]) -> None:
-        if self.token_pattern:
-            compile_token_pattern(self.token_pattern)  # fail early on a bad pattern
         for message in messages:
             for attribute in TEXT_ATTRIBUTES:
                 if isinstance(message.get(attribute), str):
                     tokens = self.tokenize(message, attribute)
-                    message.tokens[attribute] = apply_token_pattern(tokens, self.token_pattern)
+                    message.tokens[attribute] = apply_token_pattern(tokens, self.config.token_pattern)
             if message.intent:
                 message.tokens[INTENT] = self.split_name(message.intent, INTENT)
             if message.intent_response_key:

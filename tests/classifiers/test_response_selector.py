@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
-from nlu_engine.classifiers.response_selector import SELECTOR_DEFAULTS, ResponseSelector
+from nlu_engine.classifiers.response_selector import ResponseSelector
 from nlu_engine.config import load_config, parameters
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import Message
@@ -332,12 +332,16 @@ def test_defaults_follow_rasas_response_selector() -> None:
     assert config["use_dense_input_dropout"] is False
     assert config["retrieval_intent"] is None and config["use_text_as_label"] is False
     assert config["entity_recognition"] is False and config["intent_classification"] is True
-    # every DIETClassifier parameter, plus the selector's own two
-    diet = parameters(DIETClassifier)
-    assert set(parameters(ResponseSelector)) == set(diet) | {"retrieval_intent", "use_text_as_label"}
-    assert set(SELECTOR_DEFAULTS) <= set(diet)  # no selector default lost to a renamed parameter
-    changed = {n for n in diet if config[n] != diet[n].default}
-    assert changed == set(SELECTOR_DEFAULTS) - {"connection_density", "intent_classification"}
+    # every DIETClassifier parameter, in DIET's order, plus the selector's own two
+    diet = DIETClassifier().get_config()
+    assert list(config) == [*diet, "retrieval_intent", "use_text_as_label"]
+    assert list(parameters(ResponseSelector)) == list(config)
+    changed = {n for n in diet if config[n] != diet[n]}
+    assert changed == {
+        "hidden_layers_sizes", "transformer_size", "number_of_transformer_layers", "dense_dimension",
+        "concat_dimension", "scale_loss", "use_all_labels_as_negatives", "use_sparse_input_dropout",
+        "use_dense_input_dropout", "entity_recognition",
+    }
     params = ResponseSelector(dense_dimension={"text": 64}).network_params()
     assert params["dense_dimension"] == {"text": 64, "label": 512}
     assert params["transformer_size"] == 256

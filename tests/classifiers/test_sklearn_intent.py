@@ -3,6 +3,7 @@ data, persistence without pickle."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from pathlib import Path
@@ -127,7 +128,7 @@ def test_trains_and_ranks_intents() -> None:
         assert confidences == sorted(confidences, reverse=True)
         assert len(confidences) == 4 and sum(confidences) == pytest.approx(1.0)
         assert message.intent_confidence == confidences[0] > 0.4
-    classifier.ranking_length = 2
+    classifier.config = dataclasses.replace(classifier.config, ranking_length=2)
     [message] = parse(classifier, pipeline, "good evening")
     assert len(message.intent_ranking) == 2
 

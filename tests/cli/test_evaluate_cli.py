@@ -13,14 +13,16 @@ from nlu_engine.cli.main import main
 
 EXTRACTOR = '''
 import json
+from dataclasses import dataclass
 from nlu_engine.component import EntityExtractor
 
 
 class WordExtractor(EntityExtractor):
     requires = ("tokens",)
 
-    def __init__(self, min_length: int = 1) -> None:
-        self.min_length = min_length
+    @dataclass(frozen=True, kw_only=True)
+    class Config(EntityExtractor.Config):
+        min_length: int = 1
 
     def train(self, data):
         self.words_ = {}
@@ -33,7 +35,7 @@ class WordExtractor(EntityExtractor):
             m.entities = m.entities + [
                 {"entity": self.words_[t.text], "start": t.start, "end": t.end, "value": t.text,
                  "confidence_entity": 1.0, "extractor": "WordExtractor"}
-                for t in m.tokens["text"] if t.text in self.words_ and len(t.text) >= self.min_length
+                for t in m.tokens["text"] if t.text in self.words_ and len(t.text) >= self.config.min_length
             ]
 
     def persist(self, directory):

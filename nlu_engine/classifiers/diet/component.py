@@ -10,13 +10,14 @@ from __future__ import annotations
 import gc
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier
+from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
@@ -47,142 +48,81 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     provides = (INTENT, ENTITIES)
     requires = (FEATURES,)
-    ranges = {
-        "epochs": (1, None),
-        "batch_size": (1, None),
-        "learning_rate": (0, None),
-        "transformer_size": (1, None),
-        "number_of_transformer_layers": (0, None),
-        "number_of_attention_heads": (1, None),
-        "max_relative_position": (1, None),
-        "embedding_dimension": (1, None),
-        "dense_dimension": (1, None),
-        "concat_dimension": (1, None),
-        "hidden_layers_sizes": (1, None),
-        "number_of_negative_examples": (1, None),
-        "ranking_length": (0, None),
-        "regularization_constant": (0, None),
-        "drop_rate": (0, 0.99),
-        "drop_rate_attention": (0, 0.99),
-        "connection_density": (0, 1),
-        "evaluate_on_number_of_examples": (0, None),
-        "early_stopping_patience": (0, None),
-        "max_micro_batch_size": (1, None),
-    }
 
-    def __init__(
-        self,
-        epochs: int | None = None,
-        batch_size: int | list[int] = [64, 256],  # noqa: B006 - never mutated
-        batch_strategy: Literal["balanced", "sequence"] = "balanced",
-        learning_rate: float = 0.001,
-        learning_rate_schedule: Literal["constant", "linear_decay"] = "linear_decay",
-        random_seed: int | None = 42,
-        hidden_layers_sizes: dict[str, list[int]] = {"text": [], "label": []},  # noqa: B006
-        share_hidden_layers: bool = False,
-        transformer_size: int | None = 256,
-        number_of_transformer_layers: int = 2,
-        number_of_attention_heads: int = 4,
-        use_key_relative_attention: bool = True,
-        use_value_relative_attention: bool = True,
-        max_relative_position: int | None = 5,
-        unidirectional_encoder: bool = False,
-        embedding_dimension: int = 20,
-        dense_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
-        concat_dimension: dict[str, int] = {"text": 128, "label": 20},  # noqa: B006
-        number_of_negative_examples: int = 20,
-        use_all_labels_as_negatives: bool | Literal["auto"] = "auto",
-        similarity_type: Literal["auto", "inner", "cosine"] = "auto",
-        loss_type: Literal["cross_entropy", "softmax", "margin"] = "cross_entropy",
-        ranking_length: int = 10,
-        renormalize_confidences: bool = False,
-        maximum_positive_similarity: float = 0.8,
-        maximum_negative_similarity: float = -0.4,
-        use_maximum_negative_similarity: bool = True,
-        scale_loss: bool = False,
-        regularization_constant: float = 0.002,
-        negative_margin_scale: float = 0.8,
-        drop_rate: float = 0.2,
-        drop_rate_attention: float = 0.0,
-        connection_density: float = 1.0,
-        use_sparse_input_dropout: bool = True,
-        use_dense_input_dropout: bool = True,
-        evaluate_every_number_of_epochs: int = 20,
-        evaluate_on_number_of_examples: int = 0,
-        early_stopping_patience: int = 0,
-        intent_classification: bool = True,
-        entity_recognition: bool = True,
-        use_masked_language_model: bool = False,
-        BILOU_flag: bool = True,
-        tensorboard_log_directory: str | None = None,
-        tensorboard_log_level: Literal["epoch", "batch", "minibatch"] = "epoch",
-        checkpoint_model: bool = False,
-        featurizers: list[str] = [],  # noqa: B006
-        split_entities_by_comma: bool | dict[str, bool] = True,
-        constrain_similarities: bool = False,
-        model_confidence: Literal["softmax"] = "softmax",
-        run_eagerly: bool = False,
-        drop_small_last_batch: bool = False,
-        show_progress: bool = True,
-        sparse_weights_dtype: Literal["int8", "float16"] = "int8",
-        max_micro_batch_size: int | None = 128,
-        sparse_regularization: Literal["all_rows", "touched_rows"] = "all_rows",
-    ) -> None:
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.batch_strategy = batch_strategy
-        self.learning_rate = learning_rate
-        self.learning_rate_schedule = learning_rate_schedule
-        self.random_seed = random_seed
-        self.hidden_layers_sizes = hidden_layers_sizes
-        self.share_hidden_layers = share_hidden_layers
-        self.transformer_size = transformer_size
-        self.number_of_transformer_layers = number_of_transformer_layers
-        self.number_of_attention_heads = number_of_attention_heads
-        self.use_key_relative_attention = use_key_relative_attention
-        self.use_value_relative_attention = use_value_relative_attention
-        self.max_relative_position = max_relative_position
-        self.unidirectional_encoder = unidirectional_encoder
-        self.embedding_dimension = embedding_dimension
-        self.dense_dimension = dense_dimension
-        self.concat_dimension = concat_dimension
-        self.number_of_negative_examples = number_of_negative_examples
-        self.use_all_labels_as_negatives = use_all_labels_as_negatives
-        self.similarity_type = similarity_type
-        self.loss_type = loss_type
-        self.ranking_length = ranking_length
-        self.renormalize_confidences = renormalize_confidences
-        self.maximum_positive_similarity = maximum_positive_similarity
-        self.maximum_negative_similarity = maximum_negative_similarity
-        self.use_maximum_negative_similarity = use_maximum_negative_similarity
-        self.scale_loss = scale_loss
-        self.regularization_constant = regularization_constant
-        self.negative_margin_scale = negative_margin_scale
-        self.drop_rate = drop_rate
-        self.drop_rate_attention = drop_rate_attention
-        self.connection_density = connection_density
-        self.use_sparse_input_dropout = use_sparse_input_dropout
-        self.use_dense_input_dropout = use_dense_input_dropout
-        self.evaluate_every_number_of_epochs = evaluate_every_number_of_epochs
-        self.evaluate_on_number_of_examples = evaluate_on_number_of_examples
-        self.early_stopping_patience = early_stopping_patience
-        self.intent_classification = intent_classification
-        self.entity_recognition = entity_recognition
-        self.use_masked_language_model = use_masked_language_model
-        self.BILOU_flag = BILOU_flag
-        self.tensorboard_log_directory = tensorboard_log_directory
-        self.tensorboard_log_level = tensorboard_log_level
-        self.checkpoint_model = checkpoint_model
-        self.featurizers = featurizers
-        self.split_entities_by_comma = split_entities_by_comma
-        self.constrain_similarities = constrain_similarities
-        self.model_confidence = model_confidence
-        self.run_eagerly = run_eagerly
-        self.drop_small_last_batch = drop_small_last_batch
-        self.show_progress = show_progress
-        self.sparse_weights_dtype = sparse_weights_dtype
-        self.max_micro_batch_size = max_micro_batch_size
-        self.sparse_regularization = sparse_regularization
+    @dataclass(frozen=True, kw_only=True)
+    class Config(IntentClassifier.Config):
+        epochs: int | None = param(None, low=1)
+        batch_size: int | list[int] = param([64, 256], low=1)
+        batch_strategy: Literal["balanced", "sequence"] = "balanced"
+        learning_rate: float = param(0.001, low=0)
+        learning_rate_schedule: Literal["constant", "linear_decay"] = "linear_decay"
+        random_seed: int | None = 42
+        hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
+        share_hidden_layers: bool = False
+        transformer_size: int | None = param(256, low=1)
+        number_of_transformer_layers: int = param(2, low=0)
+        number_of_attention_heads: int = param(4, low=1)
+        use_key_relative_attention: bool = True
+        use_value_relative_attention: bool = True
+        max_relative_position: int | None = param(5, low=1)
+        unidirectional_encoder: bool = False
+        embedding_dimension: int = param(20, low=1)
+        dense_dimension: dict[str, int] = param({"text": 128, "label": 20}, low=1)
+        concat_dimension: dict[str, int] = param({"text": 128, "label": 20}, low=1)
+        number_of_negative_examples: int = param(20, low=1)
+        use_all_labels_as_negatives: bool | Literal["auto"] = "auto"
+        similarity_type: Literal["auto", "inner", "cosine"] = "auto"
+        loss_type: Literal["cross_entropy", "softmax", "margin"] = "cross_entropy"
+        ranking_length: int = param(10, low=0)
+        renormalize_confidences: bool = False
+        maximum_positive_similarity: float = 0.8
+        maximum_negative_similarity: float = -0.4
+        use_maximum_negative_similarity: bool = True
+        scale_loss: bool = False
+        regularization_constant: float = param(0.002, low=0)
+        negative_margin_scale: float = 0.8
+        drop_rate: float = param(0.2, low=0, high=0.99)
+        drop_rate_attention: float = param(0.0, low=0, high=0.99)
+        connection_density: float = param(1.0, low=0, high=1)
+        use_sparse_input_dropout: bool = True
+        use_dense_input_dropout: bool = True
+        evaluate_every_number_of_epochs: int = 20
+        evaluate_on_number_of_examples: int = param(0, low=0)
+        early_stopping_patience: int = param(0, low=0)
+        intent_classification: bool = True
+        entity_recognition: bool = True
+        use_masked_language_model: bool = False
+        BILOU_flag: bool = True
+        tensorboard_log_directory: str | None = None
+        tensorboard_log_level: Literal["epoch", "batch", "minibatch"] = "epoch"
+        checkpoint_model: bool = False
+        featurizers: list[str] = param([])
+        split_entities_by_comma: bool | dict[str, bool] = True
+        constrain_similarities: bool = False
+        model_confidence: Literal["softmax"] = "softmax"
+        run_eagerly: bool = False
+        drop_small_last_batch: bool = False
+        show_progress: bool = True
+        sparse_weights_dtype: Literal["int8", "float16"] = "int8"
+        max_micro_batch_size: int | None = param(128, low=1)
+        sparse_regularization: Literal["all_rows", "touched_rows"] = "all_rows"
+
+        def validate(self) -> None:
+            super().validate()
+            size = 256 if self.transformer_size is None else self.transformer_size
+            if size % self.number_of_attention_heads:
+                raise ConfigError(
+                    f"transformer_size ({size}) must be divisible by number_of_attention_heads "
+                    f"({self.number_of_attention_heads})"
+                )
+
+        def notices(self) -> list[str]:
+            if not self.share_hidden_layers:
+                return []
+            return ["share_hidden_layers is accepted for Rasa configs and has no effect here: "
+                    "text and label keep separate hidden layers"]
+
+    config: Config
 
     #: the message attribute whose features describe a label (ResponseSelector: the response key)
     label_attribute = INTENT_ATTRIBUTE
@@ -197,32 +137,27 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     # --- parameters the network reads -----------------------------------------------------
     def network_params(self) -> dict[str, Any]:
         p = self.get_config()
-        p["loss_type"] = "cross_entropy" if self.loss_type == "softmax" else self.loss_type
-        if self.similarity_type == "auto":
+        p["loss_type"] = "cross_entropy" if self.config.loss_type == "softmax" else self.config.loss_type
+        if self.config.similarity_type == "auto":
             p["similarity_type"] = "inner" if p["loss_type"] == "cross_entropy" else "cosine"
         if p["transformer_size"] is None:
             p["transformer_size"] = 256
         defaults_dense = {"text": 128, "label": 20}
-        p["dense_dimension"] = {**defaults_dense, **self.dense_dimension}
-        p["concat_dimension"] = {**defaults_dense, **self.concat_dimension}
-        p["hidden_layers_sizes"] = {"text": [], "label": [], **self.hidden_layers_sizes}
-        if p["transformer_size"] % self.number_of_attention_heads:
-            raise ConfigError(
-                f"DIETClassifier: transformer_size ({p['transformer_size']}) must be divisible "
-                f"by number_of_attention_heads ({self.number_of_attention_heads})"
-            )
+        p["dense_dimension"] = {**defaults_dense, **self.config.dense_dimension}
+        p["concat_dimension"] = {**defaults_dense, **self.config.concat_dimension}
+        p["hidden_layers_sizes"] = {"text": [], "label": [], **self.config.hidden_layers_sizes}
         return p
 
     # --- messages -> arrays --------------------------------------------------------------
     def _features(self, message: Message, kind: str, sparse: bool):
-        return message.features_for(TEXT, kind, sparse, self.featurizers or None)  # type: ignore[arg-type]
+        return message.features_for(TEXT, kind, sparse, self.config.featurizers or None)  # type: ignore[arg-type]
 
     def _encode(self, messages: list[Message], with_targets: bool):
         from nlu_engine.classifiers.diet.batching import EncodedData, stack_blocks
 
         lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        origins = self.featurizers or None
+        origins = self.config.featurizers or None
         seq_blocks = [m.sparse_blocks(TEXT, "sequence", origins) for m in messages]
         sent_blocks = [m.sparse_blocks(TEXT, "sentence", origins) for m in messages]
         dense_seq, dense_sent = [], []
@@ -244,7 +179,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 per_token = []
                 for message, n in zip(messages, lengths, strict=True):
                     tokens = message.tokens.get(TEXT, [])
-                    names = bilou.entity_tags(tokens, message.entities, kind, self.BILOU_flag)
+                    names = bilou.entity_tags(tokens, message.entities, kind, self.config.BILOU_flag)
                     row = [ids.get(t, 0) for t in names] or [0]
                     per_token.append(np.array(row[:n] + [0] * (n - len(row)), np.int32))
                 tags[kind] = np.concatenate(per_token) if per_token else np.zeros(0, np.int32)
@@ -274,22 +209,22 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 "DIETClassifier: the messages have no token features; add a featurizer such as "
                 "CountVectorsFeaturizer before DIETClassifier"
             )
-        self.intents_ = self.labels_in(data, examples) if self.intent_classification else []
+        self.intents_ = self.labels_in(data, examples) if self.config.intent_classification else []
         self.tag_vocab_: dict[str, list[str]] = {}
-        if self.entity_recognition:
+        if self.config.entity_recognition:
             for kind, values in (
                 ("entity", data.entity_types), ("role", data.roles), ("group", data.groups)
             ):
                 if not values:
                     continue
-                if self.BILOU_flag:
+                if self.config.BILOU_flag:
                     vocabulary = ["O"] + [f"{p}-{v}" for v in values for p in "BILU"]
                 else:
                     vocabulary = ["O", *values]
                 self.tag_vocab_[kind] = vocabulary
         self.trailing_punctuation_: dict[str, str] = (
             bilou.trailing_punctuation((m.text, m.tokens.get(TEXT, []), m.entities) for m in examples)
-            if self.BILOU_flag and "entity" in self.tag_vocab_ else {}
+            if self.config.BILOU_flag and "entity" in self.tag_vocab_ else {}
         )
 
     def _label_features(self, examples: list[Message]) -> np.ndarray:
@@ -319,15 +254,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         params = self.network_params()
-        if self.share_hidden_layers:
-            print(
-                f"warning: {self.component_name()}: share_hidden_layers is accepted for Rasa "
-                "configs but not implemented: text and label keep separate hidden layers",
-                file=sys.stderr,
-            )
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
-        if self.entity_recognition and not self.tag_vocab_ and not self.intent_classification:
+        if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         from nlu_engine.classifiers.diet.training import fit
 
@@ -347,7 +276,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name in list(exported):
             weights = exported.pop(name)
-            if self.sparse_weights_dtype == "int8" and name in SPARSE_TABLES:
+            if self.config.sparse_weights_dtype == "int8" and name in SPARSE_TABLES:
                 q, scale = quantize_rows(weights)
                 del weights
                 self.quantized_[name] = (q, scale)
@@ -360,11 +289,11 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def _seed(self) -> None:
         import keras
 
-        if self.random_seed is not None:
-            keras.utils.set_random_seed(self.random_seed)
+        if self.config.random_seed is not None:
+            keras.utils.set_random_seed(self.config.random_seed)
 
     def _report_misaligned(self, examples: list[Message]) -> None:
-        if not self.entity_recognition:
+        if not self.config.entity_recognition:
             return
         bad = []
         for message in examples:
@@ -384,7 +313,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         from nlu_engine.classifiers.diet.inference import DIETInference
 
         self._inference = DIETInference(
-            self.weights_, self.network_params(), self.label_features_, self.tag_vocab_, self.BILOU_flag
+            self.weights_, self.network_params(), self.label_features_, self.tag_vocab_,
+            self.config.BILOU_flag,
         )
 
     def predict_arrays(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
@@ -417,10 +347,10 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             return
         for message, result in zip(todo, self.predict_arrays(todo), strict=True):
             if "intent" in result:
-                write_intent(message, self.intents_, result["intent"], self.ranking_length,
-                             self.renormalize_confidences)
+                write_intent(message, self.intents_, result["intent"], self.config.ranking_length,
+                             self.config.renormalize_confidences)
             elif len(self.intents_) == 1:
-                write_intent(message, self.intents_, np.ones(1), self.ranking_length)
+                write_intent(message, self.intents_, np.ones(1), self.config.ranking_length)
             if "tags_entity" in result:
                 message.entities.extend(self._entities(message, result))
 
@@ -434,8 +364,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             names,
             confidences,
             extractor="DIETClassifier",
-            bilou=self.BILOU_flag,
-            split_entities_by_comma=self.split_entities_by_comma,
+            bilou=self.config.BILOU_flag,
+            split_entities_by_comma=self.config.split_entities_by_comma,
             trailing=self.trailing_punctuation_,
         )
 

@@ -85,7 +85,9 @@ def build_network(
         label_features=label_features,
         num_tags={kind: len(v) for kind, v in component.tag_vocab_.items()},
         constraints={
-            kind: bilou_constraints(v) for kind, v in component.tag_vocab_.items() if component.BILOU_flag
+            kind: bilou_constraints(v)
+            for kind, v in component.tag_vocab_.items()
+            if component.config.BILOU_flag
         },
     )
     network = DIETNetwork(spec, params)
@@ -114,7 +116,7 @@ def build_network(
 
 def compiled_predict(network: DIETNetwork, component: DIETClassifier):
     signature = input_signature(component, with_tags=False)
-    if component.run_eagerly:
+    if component.config.run_eagerly:
         return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     function = tf.function(network.predict_batch, input_signature=[signature])
     return lambda batch: function({k: batch[k] for k in signature})
@@ -243,9 +245,9 @@ def fit(
     """Train a new network on ``encoded``; returns it and the per-epoch history."""
     from tqdm import tqdm
 
-    seed = component.random_seed
+    seed = component.config.random_seed
     rng = np.random.default_rng(seed)
-    holdout = _holdout(encoded.label_ids, component.evaluate_on_number_of_examples, rng)
+    holdout = _holdout(encoded.label_ids, component.config.evaluate_on_number_of_examples, rng)
     evaluation = None
     if len(holdout):
         keep = np.setdiff1d(np.arange(len(encoded)), holdout)
@@ -253,15 +255,15 @@ def fit(
         encoded = _subset(encoded, keep)
 
     network = build_network(component, params, label_features)
-    epochs = resolve_epochs(component.epochs, component.batch_size, len(encoded))
+    epochs = resolve_epochs(component.config.epochs, component.config.batch_size, len(encoded))
     steps_per_epoch = [
-        max(1, -(-len(encoded) // batch_size_for_epoch(component.batch_size, e, epochs)))
+        max(1, -(-len(encoded) // batch_size_for_epoch(component.config.batch_size, e, epochs)))
         for e in range(epochs)
     ]
-    learning_rate: Any = component.learning_rate
-    if component.learning_rate_schedule == "linear_decay":
+    learning_rate: Any = component.config.learning_rate
+    if component.config.learning_rate_schedule == "linear_decay":
         total_steps = float(max(1, sum(steps_per_epoch)))
-        start = component.learning_rate
+        start = component.config.learning_rate
 
         @tf.autograph.experimental.do_not_convert
         def learning_rate(step: tf.Tensor) -> tf.Tensor:  # linear from lr to lr / 10
@@ -296,15 +298,15 @@ def fit(
 
     signature = input_signature(component, with_tags=True)
     step, part_gradients = train_step, gradients_of
-    if not component.run_eagerly:
+    if not component.config.run_eagerly:
         step = tf.function(train_step, input_signature=[signature])
         part_gradients = tf.function(
             gradients_of, input_signature=[signature, tf.TensorSpec([], tf.float32)]
         )
         apply_gradients = tf.function(apply_gradients, reduce_retracing=True)
-    micro = component.max_micro_batch_size
+    micro = component.config.max_micro_batch_size
     table_penalty_of = network.table_penalty
-    if not component.run_eagerly:
+    if not component.config.run_eagerly:
         table_penalty_of = tf.function(network.table_penalty)
     table_penalty = float(table_penalty_of())
 
@@ -336,23 +338,23 @@ def fit(
         monitor = _subset(encoded, np.sort(sample))
     decoded: dict[str, float] = {}
     writer = None
-    if component.tensorboard_log_directory:
-        writer = tf.summary.create_file_writer(component.tensorboard_log_directory)
+    if component.config.tensorboard_log_directory:
+        writer = tf.summary.create_file_writer(component.config.tensorboard_log_directory)
 
     history: dict[str, Any] = {"epochs": [], "evaluations": []}
     best_score, best_weights, best_epoch, since_best = -1.0, None, -1, 0
     bar = tqdm(range(epochs), desc=f"{component.component_name()} epochs", file=sys.stderr,
-               disable=not component.show_progress,
+               disable=not component.config.show_progress,
                dynamic_ncols=True)
     global_step = 0
     for epoch in bar:
-        batch_size = batch_size_for_epoch(component.batch_size, epoch, epochs)
-        if component.batch_strategy == "balanced" and component.intent_classification:
+        batch_size = batch_size_for_epoch(component.config.batch_size, epoch, epochs)
+        if component.config.batch_strategy == "balanced" and component.config.intent_classification:
             order = balanced_order(encoded.label_ids, batch_size, rng)
         else:
             order = rng.permutation(len(encoded))
         batches = length_grouped_batches(order, encoded.lengths, batch_size, rng)
-        if component.drop_small_last_batch:
+        if component.config.drop_small_last_batch:
             batches = [b for b in batches if len(b) >= batch_size // 2] or batches
         sums: dict[str, float] = {}
         epoch_start = time.perf_counter()
@@ -363,7 +365,7 @@ def fit(
                     sums[key] = sums.get(key, 0.0) + float(value)
                 steps += 1
             global_step += 1
-            if writer and component.tensorboard_log_level in ("batch", "minibatch"):
+            if writer and component.config.tensorboard_log_level in ("batch", "minibatch"):
                 with writer.as_default():
                     # the table penalty as at the end of the previous epoch
                     tf.summary.scalar("t_loss", float(out["t_loss"]) + table_penalty,
@@ -387,7 +389,7 @@ def fit(
                 for key, value in metrics.items():
                     tf.summary.scalar(key, value, step=epoch)
 
-        every = component.evaluate_every_number_of_epochs
+        every = component.config.evaluate_every_number_of_epochs
         last = epoch == epochs - 1
         if evaluation is not None and ((every > 0 and (epoch + 1) % every == 0) or last):
             scores = evaluate(predict, evaluation, kinds)
@@ -397,22 +399,24 @@ def fit(
                 f"epoch {epoch + 1}: hold-out "
                 + ", ".join(f"{k} {v:.3f}" for k, v in scores.items()),
                 file=sys.stderr,
-            ) if component.show_progress else None
+            ) if component.config.show_progress else None
             if writer:
                 with writer.as_default():
                     for key, value in scores.items():
                         tf.summary.scalar(f"val_{key}", value, step=epoch)
             if score > best_score:
                 best_score, best_epoch, since_best = score, epoch + 1, 0
-                if component.checkpoint_model or component.early_stopping_patience:
+                if component.config.checkpoint_model or component.config.early_stopping_patience:
                     best_weights = network.get_weights()
             else:
                 since_best += 1
-                if component.early_stopping_patience and since_best >= component.early_stopping_patience:
+                patience = component.config.early_stopping_patience
+                if patience and since_best >= patience:
                     history["stopped_early_at"] = epoch + 1
                     break
     bar.close()
-    if best_weights is not None and (component.checkpoint_model or component.early_stopping_patience):
+    config = component.config
+    if best_weights is not None and (config.checkpoint_model or config.early_stopping_patience):
         network.set_weights(best_weights)
         history["restored_epoch"] = best_epoch
     if writer:

@@ -35,12 +35,13 @@ import importlib.metadata
 import importlib.util
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 
-from nlu_engine.component import DenseFeaturizer
+from nlu_engine.component import DenseFeaturizer, param
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.featurizers.dense.bert import (
     CONFIG_FILE,
@@ -198,47 +199,37 @@ def load_model(folder: Path, precision: str = "float32") -> LoadedModel:
 class LanguageModelFeaturizer(DenseFeaturizer):
     """Frozen BERT-family token and sentence vectors (see the module doc)."""
 
-    ranges: ClassVar[dict[str, tuple[float | None, float | None]]] = {
-        "batch_size": (1, None),
-        "max_sequence_length": (3, None),
-    }
+    @dataclass(frozen=True, kw_only=True)
+    class Config(DenseFeaturizer.Config):
+        model_name: Literal["bert"] = "bert"
+        model_weights: str | None = None
+        cache_dir: str | None = None
+        pooling: Pooling | None = None
+        max_sequence_length: int | None = param(None, low=3)
+        batch_size: int = param(64, low=1)
+        precision: Literal["float32", "bfloat16"] = "float32"
+        alias: str | None = None
 
-    def __init__(
-        self,
-        model_name: Literal["bert"] = "bert",
-        model_weights: str | None = None,
-        cache_dir: str | None = None,
-        pooling: Pooling | None = None,
-        max_sequence_length: int | None = None,
-        batch_size: int = 64,
-        precision: Literal["float32", "bfloat16"] = "float32",
-        alias: str | None = None,
-    ) -> None:
-        self.model_name = model_name
-        self.model_weights = model_weights
-        self.cache_dir = cache_dir
-        self.pooling = pooling
-        self.max_sequence_length = max_sequence_length
-        self.batch_size = batch_size
-        self.precision = precision
-        self.alias = alias
+    config: Config
 
     # the model ---------------------------------------------------------------------------------
     def _model(self) -> LoadedModel:
         model: LoadedModel | None = getattr(self, "model_", None)
         if model is None:
-            model = load_model(resolve_weights(self.model_weights, self.cache_dir), self.precision)
+            config = self.config
+            model = load_model(resolve_weights(config.model_weights, config.cache_dir), config.precision)
             self.model_ = model
         return model
 
     def sentence_pooling(self) -> Pooling:
         """The sentence feature's pooling: the parameter, else the model's, else [CLS]."""
-        return self.pooling or self._model().pooling or "cls"
+        return self.config.pooling or self._model().pooling or "cls"
 
     def max_length(self) -> int:
         model = self._model()
-        limit = self.max_sequence_length or model.max_seq_length or model.config.max_position_embeddings
-        return min(limit, model.config.max_position_embeddings)
+        most = model.config.max_position_embeddings
+        limit = self.config.max_sequence_length or model.max_seq_length or most
+        return min(limit, most)
 
     # training and inference --------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
@@ -297,8 +288,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
 
         results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        for begin in range(0, len(order), self.batch_size):
-            batch = order[begin : begin + self.batch_size]
+        for begin in range(0, len(order), self.config.batch_size):
+            batch = order[begin : begin + self.config.batch_size]
             width = max(len(rows[i]) for i in batch)
             ids = np.full((len(batch), width), wordpiece.pad_id, dtype=np.int32)
             mask = np.zeros((len(batch), width), dtype=np.int32)
@@ -319,7 +310,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                     sentence = state.max(axis=0)
                 else:
                     sentence = state.mean(axis=0)
-                if model.normalize and not self.pooling:
+                if model.normalize and not self.config.pooling:
                     sentence = sentence / max(float(np.linalg.norm(sentence)), 1e-12)
                 results[i] = (sequence, sentence[np.newaxis, :].astype(np.float32))
         return results
@@ -328,8 +319,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
     def persist(self, directory: Path) -> None:
         model = self._model()
         meta = {
-            "model_name": self.model_name,
-            "model_weights": self.model_weights,
+            "model_name": self.config.model_name,
+            "model_weights": self.config.model_weights,
             "weights_folder": str(model.folder),
             "weights_sha256": model.checksum,
             "hidden_size": model.config.hidden_size,

@@ -14,6 +14,7 @@ Needs SpacyNLP (the doc) and a tokenizer (the tokens), usually SpacyTokenizer.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -72,9 +73,12 @@ class SpacyFeaturizer(DenseFeaturizer):
 
     requires = (SPACY_DOC, TOKENS)
 
-    def __init__(self, pooling: Literal["mean", "max"] = "mean", alias: str | None = None) -> None:
-        self.pooling = pooling
-        self.alias = alias
+    @dataclass(frozen=True, kw_only=True)
+    class Config(DenseFeaturizer.Config):
+        pooling: Literal["mean", "max"] = "mean"
+        alias: str | None = None
+
+    config: Config
 
     def process(self, messages: list[Message]) -> None:
         origin = self.origin()
@@ -98,5 +102,5 @@ class SpacyFeaturizer(DenseFeaturizer):
                 sequence = align(doc, doc_vectors(doc), tokens)
                 message.add_features(Features(sequence, "sequence", attribute, origin))
                 message.add_features(
-                    Features(pool_non_zero(sequence, self.pooling), "sentence", attribute, origin)
+                    Features(pool_non_zero(sequence, self.config.pooling), "sentence", attribute, origin)
                 )

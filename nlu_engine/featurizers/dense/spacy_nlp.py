@@ -20,10 +20,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from nlu_engine.component import SPACY_DOC, Component
+from nlu_engine.component import SPACY_DOC, Component, param
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.message import TEXT, Message
 from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
@@ -142,24 +143,20 @@ class SpacyNLP(Component):
 
     provides = (SPACY_DOC,)
     processes_training_data = True
-    ranges: ClassVar[dict[str, tuple[float | None, float | None]]] = {"batch_size": (1, None)}
 
-    def __init__(
-        self,
-        model: str | None = None,
-        case_sensitive: bool = False,
-        disable: list[str] = ["parser", "ner"],  # noqa: B006 - never mutated
-        batch_size: int = 256,
-    ) -> None:
-        self.model = model
-        self.case_sensitive = case_sensitive
-        self.disable = disable
-        self.batch_size = batch_size
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Component.Config):
+        model: str | None = None
+        case_sensitive: bool = False
+        disable: list[str] = param(["parser", "ner"])
+        batch_size: int = param(256, low=1)
+
+    config: Config
 
     def model_name(self) -> str:
         """``model``, or the model a loaded archive was trained with, or the language's default."""
-        if self.model:
-            return self.model
+        if self.config.model:
+            return self.config.model
         if getattr(self, "trained_model_", None):
             return str(self.trained_model_)
         default = DEFAULT_MODELS.get(self.language)
@@ -173,7 +170,7 @@ class SpacyNLP(Component):
     def nlp(self) -> Any:
         nlp = getattr(self, "nlp_", None)
         if nlp is None:
-            nlp = load_pipeline(self.model_name(), list(self.disable))
+            nlp = load_pipeline(self.model_name(), list(self.config.disable))
             self.nlp_ = nlp
         return nlp
 
@@ -188,10 +185,10 @@ class SpacyNLP(Component):
             if not todo:
                 continue
             texts = [m.get(attribute) or "" for m in todo]
-            if not self.case_sensitive:
+            if not self.config.case_sensitive:
                 texts = [lowercase_keeping_offsets(t) for t in texts]
             for message, doc in zip(
-                todo, nlp.pipe(texts, batch_size=self.batch_size), strict=True
+                todo, nlp.pipe(texts, batch_size=self.config.batch_size), strict=True
             ):
                 message.extra[doc_key(attribute)] = doc
 

@@ -35,13 +35,14 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer
+from nlu_engine.component import SPARSE_FEATURES, Featurizer, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import Features, Message, Token
 from nlu_engine.tokenizers.base import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES
@@ -123,104 +124,71 @@ class CountVectorsFeaturizer(Featurizer):
 
     provides = (SPARSE_FEATURES,)
 
-    ranges: ClassVar[dict[str, tuple[float | None, float | None]]] = {
-        "min_ngram": (1, None),
-        "max_ngram": (1, None),
-        "min_df": (0, None),
-        "max_df": (0, None),
-        "max_features": (1, None),
-    }
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Featurizer.Config):
+        analyzer: Analyzer = "word"
+        min_ngram: int = param(1, low=1)
+        max_ngram: int = param(1, low=1)
+        lowercase: bool = True
+        strip_accents: Literal["ascii", "unicode"] | None = None
+        stop_words: str | list[str] | None = None
+        min_df: int | float = param(1, low=0)
+        max_df: int | float = param(1.0, low=0)
+        max_features: int | None = param(None, low=1)
+        OOV_token: str | None = None
+        OOV_words: list[str] = param([])
+        use_shared_vocab: bool = False
+        use_lemma: bool = True
+        alias: str | None = None
 
-    def __init__(
-        self,
-        analyzer: Analyzer = "word",
-        min_ngram: int = 1,
-        max_ngram: int = 1,
-        lowercase: bool = True,
-        strip_accents: Literal["ascii", "unicode"] | None = None,
-        stop_words: str | list[str] | None = None,
-        min_df: int | float = 1,
-        max_df: int | float = 1.0,
-        max_features: int | None = None,
-        OOV_token: str | None = None,
-        OOV_words: list[str] = [],  # noqa: B006 - Rasa's default; never mutated
-        use_shared_vocab: bool = False,
-        use_lemma: bool = True,
-        alias: str | None = None,
-    ) -> None:
-        self.analyzer = analyzer
-        self.min_ngram = min_ngram
-        self.max_ngram = max_ngram
-        self.lowercase = lowercase
-        self.strip_accents = strip_accents
-        self.stop_words = stop_words
-        self.min_df = min_df
-        self.max_df = max_df
-        self.max_features = max_features
-        self.OOV_token = OOV_token
-        self.OOV_words = OOV_words
-        self.use_shared_vocab = use_shared_vocab
-        self.use_lemma = use_lemma
-        self.alias = alias
+        def validate(self) -> None:
+            super().validate()
+            if self.min_ngram > self.max_ngram:
+                raise ConfigError(
+                    f"min_ngram ({self.min_ngram}) must not exceed max_ngram ({self.max_ngram})"
+                )
+            counts = isinstance(self.min_df, int) and isinstance(self.max_df, int)
+            fractions = all(isinstance(v, float) and v <= 1.0 for v in (self.min_df, self.max_df))
+            if (counts or fractions) and self.max_df < self.min_df:
+                raise ConfigError(
+                    f"max_df ({self.max_df}) must not be lower than min_df ({self.min_df})"
+                )
+            if isinstance(self.stop_words, str) and self.stop_words != "english":
+                raise ConfigError(
+                    f"stop_words '{self.stop_words}' is not supported: use 'english' or a list "
+                    "of words"
+                )
 
-    # --- configuration ------------------------------------------------------------------------
-    def check_config(self) -> None:
-        """Raise ConfigError for settings the signature cannot express (called by train/load)."""
-        name = self.component_name()
-        if self.analyzer not in ("word", "char", "char_wb"):
-            raise ConfigError(
-                f"{name}: analyzer '{self.analyzer}' is not one of 'word', 'char', 'char_wb'."
-            )
-        if self.min_ngram > self.max_ngram:
-            raise ConfigError(
-                f"{name}: min_ngram ({self.min_ngram}) must not exceed max_ngram "
-                f"({self.max_ngram})."
-            )
-        counts = isinstance(self.min_df, int) and isinstance(self.max_df, int)
-        fractions = all(isinstance(v, float) and v <= 1.0 for v in (self.min_df, self.max_df))
-        if (counts or fractions) and self.max_df < self.min_df:
-            raise ConfigError(
-                f"{name}: max_df ({self.max_df}) must not be lower than min_df ({self.min_df})."
-            )
-        if self.strip_accents not in (None, "ascii", "unicode"):
-            raise ConfigError(
-                f"{name}: strip_accents '{self.strip_accents}' is not one of 'ascii', "
-                "'unicode' or null."
-            )
-        if isinstance(self.stop_words, str) and self.stop_words != "english":
-            raise ConfigError(
-                f"{name}: stop_words '{self.stop_words}' is not supported: use 'english' or "
-                "a list of words."
-            )
+    config: Config
 
     def _text_attributes(self) -> tuple[str, ...]:
         return TEXT_ATTRIBUTES
 
     def _label_attributes(self) -> tuple[str, ...]:
-        return LABEL_ATTRIBUTES if self.analyzer == "word" else ()
+        return LABEL_ATTRIBUTES if self.config.analyzer == "word" else ()
 
     def _stop_word_set(self) -> frozenset[str]:
-        if self.analyzer != "word" or not self.stop_words:
+        if self.config.analyzer != "word" or not self.config.stop_words:
             return frozenset()
-        if isinstance(self.stop_words, str):
+        if isinstance(self.config.stop_words, str):
             from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
             return frozenset(ENGLISH_STOP_WORDS)
-        return frozenset(self.stop_words)
+        return frozenset(self.config.stop_words)
 
     def _oov_token(self) -> str | None:
-        if not self.OOV_token or self.analyzer != "word":
+        if not self.config.OOV_token or self.config.analyzer != "word":
             return None
-        return self.OOV_token.lower() if self.lowercase else self.OOV_token
+        return self.config.OOV_token.lower() if self.config.lowercase else self.config.OOV_token
 
     def _prepare(self) -> None:
         """Derived, unpersisted state: settings resolved once and empty caches."""
         self._stop_set = self._stop_word_set()
         self._oov = self._oov_token()
-        words = self.OOV_words or []
-        self._oov_words = frozenset(w.lower() if self.lowercase else w for w in words)
+        words = self.config.OOV_words or []
+        self._oov_words = frozenset(w.lower() if self.config.lowercase else w for w in words)
         self._accents = {"ascii": strip_accents_ascii, "unicode": strip_accents_unicode}.get(
-            self.strip_accents or ""
+            self.config.strip_accents or ""
         )
         self._processed: dict[str, str] = {}
         self._analysed: dict[str, tuple[list[str], list[str]]] = {}
@@ -232,7 +200,7 @@ class CountVectorsFeaturizer(Featurizer):
         processed = self._processed.get(raw)
         if processed is None:
             processed = _NUMBER.sub(NUMBER_TOKEN, raw)
-            if self.lowercase:
+            if self.config.lowercase:
                 processed = processed.lower()
             if self._oov and processed in self._oov_words:
                 processed = self._oov
@@ -242,13 +210,13 @@ class CountVectorsFeaturizer(Featurizer):
         return processed
 
     def _processed_tokens(self, tokens: list[Token]) -> list[str]:
-        raw = [t.lemma or t.text for t in tokens] if self.use_lemma else [t.text for t in tokens]
+        raw = [t.lemma or t.text for t in tokens] if self.config.use_lemma else [t.text for t in tokens]
         cache = self._processed
         return [cache.get(r) or self._process_token(r) for r in raw]
 
     def _preprocess(self, doc: str) -> str:
         """sklearn's preprocessing of a document: lowercase, then strip accents."""
-        if self.lowercase:
+        if self.config.lowercase:
             doc = doc.lower()
         if self._accents is not None:
             doc = self._accents(doc)
@@ -261,13 +229,13 @@ class CountVectorsFeaturizer(Featurizer):
             return cached
         doc = self._preprocess(token)
         words: list[str] = []
-        if self.analyzer == "word":
+        if self.config.analyzer == "word":
             words = [w for w in _WORD.findall(doc) if w not in self._stop_set]
-            grams = word_ngrams(words, self.min_ngram, self.max_ngram)
-        elif self.analyzer == "char_wb":
-            grams = char_wb_ngrams(doc, self.min_ngram, self.max_ngram)
+            grams = word_ngrams(words, self.config.min_ngram, self.config.max_ngram)
+        elif self.config.analyzer == "char_wb":
+            grams = char_wb_ngrams(doc, self.config.min_ngram, self.config.max_ngram)
         else:
-            grams = char_ngrams(doc, self.min_ngram, self.max_ngram)
+            grams = char_ngrams(doc, self.config.min_ngram, self.config.max_ngram)
         if len(self._analysed) > _CACHE_LIMIT:
             self._analysed.clear()
         self._analysed[token] = (grams, words)
@@ -275,17 +243,17 @@ class CountVectorsFeaturizer(Featurizer):
 
     def _sentence_ngrams(self, tokens: list[str]) -> list[str]:
         """The n-grams of the joined tokens, as sklearn analyses ``" ".join(tokens)``."""
-        if self.analyzer == "char":
-            return char_ngrams(self._preprocess(" ".join(tokens)), self.min_ngram, self.max_ngram)
-        if self.analyzer == "char_wb" or self.max_ngram == 1:
+        config = self.config
+        if config.analyzer == "char":
+            return char_ngrams(self._preprocess(" ".join(tokens)), config.min_ngram, config.max_ngram)
+        if config.analyzer == "char_wb" or config.max_ngram == 1:
             # no n-gram crosses a token boundary: the sentence is the sum of its tokens
             return [gram for token in tokens for gram in self._analyse(token)[0]]
         words = [word for token in tokens for word in self._analyse(token)[1]]
-        return word_ngrams(words, self.min_ngram, self.max_ngram)
+        return word_ngrams(words, config.min_ngram, config.max_ngram)
 
     # --- training -----------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
-        self.check_config()
         self._prepare()
         documents: dict[str, list[list[str]]] = {}
         for attribute in self._text_attributes():
@@ -302,7 +270,7 @@ class CountVectorsFeaturizer(Featurizer):
             self._warn_if_oov_missing(documents)
 
         vocabularies: dict[str, dict[str, int]] = {}
-        if self.use_shared_vocab:
+        if self.config.use_shared_vocab:
             all_documents = [doc for docs in documents.values() for doc in docs]
             items = set(self._fit_ngrams(all_documents, SHARED))
             items.update(*labels.values())
@@ -328,18 +296,18 @@ class CountVectorsFeaturizer(Featurizer):
         for tokens in documents:
             grams = self._sentence_ngrams(tokens)
             doc_freq.update(set(grams))
-            if self.max_features is not None:
+            if self.config.max_features is not None:
                 term_freq.update(grams)
 
         n_docs = len(documents)
-        high = _doc_count(self.max_df, n_docs)
-        low = _doc_count(self.min_df, n_docs)
+        high = _doc_count(self.config.max_df, n_docs)
+        low = _doc_count(self.config.min_df, n_docs)
         # (with max_df < min_df on this data nothing is kept: a warning, as in Rasa)
         kept = sorted(g for g, df in doc_freq.items() if low <= df <= high)
-        if self.max_features is not None and len(kept) > self.max_features:
+        if self.config.max_features is not None and len(kept) > self.config.max_features:
             # the same (unstable) argsort as sklearn, so ties are broken alike
             frequencies = np.array([term_freq[g] for g in kept], dtype=np.int64)
-            best = (-frequencies).argsort()[: self.max_features]
+            best = (-frequencies).argsort()[: self.config.max_features]
             kept = [kept[i] for i in sorted(best)]
         if not kept:
             logger.warning(
@@ -347,8 +315,8 @@ class CountVectorsFeaturizer(Featurizer):
                 "attribute gets no features. Try a lower min_df or a higher max_df.",
                 self.component_name(),
                 attribute,
-                self.min_df,
-                self.max_df,
+                self.config.min_df,
+                self.config.max_df,
             )
         return kept
 
@@ -359,7 +327,7 @@ class CountVectorsFeaturizer(Featurizer):
                 "add it to some examples or list words in OOV_words, otherwise unknown words "
                 "are ignored.",
                 self.component_name(),
-                self.OOV_token,
+                self.config.OOV_token,
             )
 
     # --- featurization ------------------------------------------------------------------------
@@ -438,7 +406,8 @@ class CountVectorsFeaturizer(Featurizer):
         )
         message.add_features(Features(sequence, "sequence", attribute, origin))
 
-        if self.analyzer == "char_wb" or (self.analyzer == "word" and self.max_ngram == 1):
+        analyzer = self.config.analyzer
+        if analyzer == "char_wb" or (analyzer == "word" and self.config.max_ngram == 1):
             ids, inverse = np.unique(indices, return_inverse=True)
             counts = np.bincount(inverse, weights=data, minlength=len(ids)).astype(np.float32)
         else:
@@ -455,11 +424,11 @@ class CountVectorsFeaturizer(Featurizer):
     # --- persistence --------------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
         vocabularies = getattr(self, "vocabularies_", {})
-        payload: dict[str, Any] = {"shared": self.use_shared_vocab, "vocabularies": {}}
+        payload: dict[str, Any] = {"shared": self.config.use_shared_vocab, "vocabularies": {}}
         for attribute, vocabulary in vocabularies.items():
-            key = SHARED if self.use_shared_vocab else attribute
+            key = SHARED if self.config.use_shared_vocab else attribute
             payload["vocabularies"][key] = sorted(vocabulary, key=vocabulary.__getitem__)
-        if self.use_shared_vocab:
+        if self.config.use_shared_vocab:
             payload["attributes"] = sorted(vocabularies)
         with open(Path(directory) / VOCABULARIES_FILE, "w", encoding="utf-8") as f:
             json.dump(payload, f, ensure_ascii=False)
@@ -478,7 +447,6 @@ class CountVectorsFeaturizer(Featurizer):
             featurizer.vocabularies_ = {a: shared for a in payload.get("attributes", [])}
         else:
             featurizer.vocabularies_ = stored
-        featurizer.check_config()
         featurizer._prepare()
         return featurizer
 

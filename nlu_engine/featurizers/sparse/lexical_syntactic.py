@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer
+from nlu_engine.component import SPARSE_FEATURES, Featurizer, param
 from nlu_engine.errors import ConfigError, closest
 from nlu_engine.message import TEXT, Features, Message, Token
 from nlu_engine.training_data.training_data import TrainingData
@@ -69,35 +70,26 @@ class LexicalSyntacticFeaturizer(Featurizer):
 
     provides = (SPARSE_FEATURES,)
 
-    def __init__(
-        self,
-        features: list[list[str]] = DEFAULT_FEATURES,  # Rasa's default; never mutated
-        alias: str | None = None,
-    ) -> None:
-        self.features = features
-        self.alias = alias
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Featurizer.Config):
+        features: list[list[str]] = param(DEFAULT_FEATURES)
+        alias: str | None = None
 
-    # --- configuration ------------------------------------------------------------------------
-    def check_config(self) -> None:
-        """Raise ConfigError for a malformed ``features`` list or an unknown feature name."""
-        name = self.component_name()
-        if not isinstance(self.features, list | tuple) or not all(
-            isinstance(window, list | tuple) for window in self.features
-        ):
-            raise ConfigError(
-                f"{name}: 'features' must be a list of lists of feature names, one list per "
-                f"window position, e.g. {DEFAULT_FEATURES}."
-            )
-        for window in self.features:
-            for feature in window:
-                if feature not in SUPPORTED_FEATURES:
-                    raise ConfigError(
-                        f"{name}: unknown feature '{feature}'{closest(str(feature), SUPPORTED_FEATURES)}"
-                        f" in 'features'; allowed: {', '.join(SUPPORTED_FEATURES)}."
-                    )
+        def validate(self) -> None:
+            """Every feature name is one of ``SUPPORTED_FEATURES``."""
+            super().validate()
+            for window in self.features:
+                for feature in window:
+                    if feature not in SUPPORTED_FEATURES:
+                        raise ConfigError(
+                            f"unknown feature '{feature}'{closest(str(feature), SUPPORTED_FEATURES)}"
+                            f" in 'features'; allowed: {', '.join(SUPPORTED_FEATURES)}"
+                        )
+
+    config: Config
 
     def _window(self) -> range:
-        size = len(self.features)
+        size = len(self.config.features)
         half = size // 2
         return range(-half, half + size % 2)
 
@@ -108,7 +100,7 @@ class LexicalSyntacticFeaturizer(Featurizer):
         window = list(enumerate(self._window()))
         # each token's own feature values, computed once
         values: list[dict[str, str]] = []
-        names = {feature for position in self.features for feature in position}
+        names = {feature for position in self.config.features for feature in position}
         for index, token in enumerate(tokens):
             own = {}
             for feature in names:
@@ -126,14 +118,13 @@ class LexicalSyntacticFeaturizer(Featurizer):
             for position, offset in window:
                 other = index + offset
                 if 0 <= other < count:
-                    for feature in self.features[position]:
+                    for feature in self.config.features[position]:
                         token_features[(position, feature)] = values[other][feature]
             result.append(token_features)
         return result
 
     # --- training -----------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
-        self.check_config()
         vocabulary: dict[tuple[int, str], set[str]] = defaultdict(set)
         for message in data.messages:
             for token_features in self._raw_features(message.tokens.get(TEXT, [])):
@@ -188,7 +179,6 @@ class LexicalSyntacticFeaturizer(Featurizer):
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> LexicalSyntacticFeaturizer:
         featurizer = cls(**config)
-        featurizer.check_config()
         with open(Path(directory) / FEATURE_TO_IDX_FILE, encoding="utf-8") as f:
             payload = json.load(f)
         index: FeatureIndex = {}

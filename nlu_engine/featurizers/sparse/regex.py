@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer
+from nlu_engine.component import SPARSE_FEATURES, Component, Featurizer
 from nlu_engine.errors import DataError
 from nlu_engine.message import Features, Message
 from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
@@ -80,30 +81,33 @@ def compile_patterns(patterns: list[dict[str, str]], case_sensitive: bool) -> li
     return compiled
 
 
+@dataclass(frozen=True, kw_only=True)
+class PatternConfig(Component.Config):
+    """Which of the training data's patterns are used and how they match (RegexFeaturizer and
+    RegexEntityExtractor)."""
+
+    case_sensitive: bool = True
+    use_lookup_tables: bool = True
+    use_regexes: bool = True
+    use_word_boundaries: bool = True
+
+
 class RegexFeaturizer(Featurizer):
     """Sparse features marking which tokens (and sentences) match the data's regexes."""
 
     provides = (SPARSE_FEATURES,)
 
-    def __init__(
-        self,
-        case_sensitive: bool = True,
-        use_lookup_tables: bool = True,
-        use_regexes: bool = True,
-        use_word_boundaries: bool = True,
-        alias: str | None = None,
-    ) -> None:
-        self.case_sensitive = case_sensitive
-        self.use_lookup_tables = use_lookup_tables
-        self.use_regexes = use_regexes
-        self.use_word_boundaries = use_word_boundaries
-        self.alias = alias
+    @dataclass(frozen=True, kw_only=True)
+    class Config(PatternConfig):
+        alias: str | None = None
+
+    config: Config
 
     def train(self, data: TrainingData) -> None:
         patterns = extract_patterns(
-            data, self.use_regexes, self.use_lookup_tables, self.use_word_boundaries
+            data, self.config.use_regexes, self.config.use_lookup_tables, self.config.use_word_boundaries
         )
-        self._compiled = compile_patterns(patterns, self.case_sensitive)
+        self._compiled = compile_patterns(patterns, self.config.case_sensitive)
         self.patterns_ = patterns
 
     def process(self, messages: list[Message]) -> None:
@@ -112,7 +116,7 @@ class RegexFeaturizer(Featurizer):
         if not self.patterns_:
             return
         if not hasattr(self, "_compiled"):
-            self._compiled = compile_patterns(self.patterns_, self.case_sensitive)
+            self._compiled = compile_patterns(self.patterns_, self.config.case_sensitive)
         origin = self.origin()
         names = [p["name"] for p in self.patterns_]
         size = len(self.patterns_)
@@ -152,5 +156,5 @@ class RegexFeaturizer(Featurizer):
         with open(Path(directory) / PATTERNS_FILE, encoding="utf-8") as f:
             patterns = json.load(f)
         featurizer.patterns_ = [{"name": str(p["name"]), "pattern": str(p["pattern"])} for p in patterns]
-        featurizer._compiled = compile_patterns(featurizer.patterns_, featurizer.case_sensitive)
+        featurizer._compiled = compile_patterns(featurizer.patterns_, featurizer.config.case_sensitive)
         return featurizer

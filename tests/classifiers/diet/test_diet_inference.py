@@ -77,7 +77,7 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
     expected = {k: v.numpy() for k, v in network.predict_batch(
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
-                              component.tag_vocab_, component.BILOU_flag)
+                              component.tag_vocab_, component.config.BILOU_flag)
     got = inference.predict_batch(batch)
 
     assert set(got) == set(expected)

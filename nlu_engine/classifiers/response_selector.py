@@ -39,8 +39,7 @@ from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import FEATURES, RESPONSE
 from nlu_engine.errors import ConfigError
-from nlu_engine.message import TEXT, Message
-from nlu_engine.tokenizers.base import INTENT_RESPONSE_KEY
+from nlu_engine.message import INTENT_RESPONSE_KEY, TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
 
 DEFAULT_SELECTOR = "default"

@@ -25,8 +25,7 @@ from typing import Any, ClassVar
 
 from nlu_engine.component import SPACY_DOC, Component
 from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.message import TEXT, Message
-from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Message
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import os
 import sys
@@ -80,8 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Further commands live in their own modules, each with `register(commands)`; they must
     # import nothing heavy at module level.
     for module_name in EXTRA_COMMANDS:
-        if importlib.util.find_spec(module_name) is not None:
-            importlib.import_module(module_name).register(commands)
+        importlib.import_module(module_name).register(commands)
     return parser
 
 

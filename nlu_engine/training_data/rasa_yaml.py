@@ -48,7 +48,7 @@ from nlu_engine.training_data.annotations import (
     synonyms_from_entities,
     to_annotated,
 )
-from nlu_engine.training_data.rasa_markdown import read_text_file, split_retrieval_intent
+from nlu_engine.training_data.rasa_markdown import split_retrieval_intent
 from nlu_engine.training_data.training_data import TrainingData
 
 KEY_NLU = "nlu"
@@ -58,12 +58,6 @@ _ITEM_KEYS = {*ITEM_KINDS, "examples", "metadata"}
 WRITE_VERSION = "3.1"
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def read_rasa_yaml(path: str | Path) -> TrainingData:
-    """Read a Rasa YAML file (empty TrainingData when it has no ``nlu``/``responses``)."""
-    path = Path(path)
-    return parse_rasa_yaml(read_text_file(path), source=str(path)) or TrainingData()
 
 
 def parse_rasa_yaml(content: str, source: str = "<yaml>") -> TrainingData | None:

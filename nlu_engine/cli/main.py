@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = commands.add_parser("train", help="train a model from NLU data and a config.yml")
-    train.add_argument("-c", "--config", default=None, help="config.yml (default: pipelines/diet.yml)")
+    train.add_argument("-c", "--config", default=None,
+                       help="config.yml, or a shipped pipeline by name: diet (the default), logreg, ...")
     train.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH",
                        help="training data file or folder; repeat for several")
     train.add_argument("--out", default=DEFAULT_MODELS, help="folder for the archive (default: models)")

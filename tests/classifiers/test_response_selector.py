@@ -367,7 +367,7 @@ def test_rasa_suggested_config_trains(monkeypatch: pytest.MonkeyPatch) -> None:
     overrides = [f"{name}.{key}={value}" for name in ("DIETClassifier", "ResponseSelector")
                  for key, value in (("epochs", 2), ("run_eagerly", "true"),
                                     ("show_progress", "false"))]
-    config = load_config(PROJECT_ROOT / "pipelines" / "rasa_suggested.yml", overrides)
+    config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "rasa_suggested.yml", overrides)
     assert [s.name for s in config.steps][-2:] == ["ResponseSelector", "FallbackClassifier"]
     pipeline = Pipeline.build(config)
     pipeline.train(data(), log=None)

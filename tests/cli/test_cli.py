@@ -16,7 +16,7 @@ from nlu_engine.training_data import load_data
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA = PROJECT_ROOT / "data" / "nlu.yml"
-LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 HEAVY = ("tensorflow", "keras", "sklearn", "scipy", "numpy", "matplotlib", "starlette", "uvicorn",
          "spacy", "transformers", "torch")
 

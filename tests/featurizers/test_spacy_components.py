@@ -143,7 +143,7 @@ def test_spacy_pipeline_trains_saves_loads_and_parses(
 
     for name, target in COMPONENTS.items():
         monkeypatch.setitem(registry.COMPONENTS, name, target)
-    shipped = load_config(PROJECT_ROOT / "pipelines" / "diet_spacy.yml")
+    shipped = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet_spacy.yml")
     assert [s.name for s in shipped.steps][:3] == ["SpacyNLP", "SpacyTokenizer", "SpacyFeaturizer"]
     with pytest.raises(ConfigError, match="put SpacyNLP first"):
         load_config({"pipeline": [{"name": "SpacyTokenizer"}]})

@@ -24,7 +24,7 @@ TOKEN = "shell-token"
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("shell-models")
-    return train(ROOT / "pipelines" / "logreg.yml", ROOT / "data" / "nlu.yml", out=out,
+    return train(ROOT / "nlu_engine" / "pipelines" / "logreg.yml", ROOT / "data" / "nlu.yml", out=out,
                  fixed_model_name="shell", log=None)
 
 

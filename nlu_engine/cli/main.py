@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from typing import Any
 
 from nlu_engine import __version__
 from nlu_engine.errors import NLUError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODELS = "models"
 EXTRA_COMMANDS = (
@@ -197,8 +200,8 @@ def cmd_data_convert(args: argparse.Namespace) -> int:
 
     data = load_data(args.data)
     if args.format == "json" and data.responses:
-        print(f"warning: Rasa's JSON format has no place for the {len(data.responses)} responses; "
-              "they are left out (keep them in a YAML file)", file=sys.stderr)
+        logger.warning(f"Rasa's JSON format has no place for the {len(data.responses)} responses; "
+                       "they are left out (keep them in a YAML file)")
     write_data(data, Path(args.out), args.format)
     print(f"wrote {len(data.messages)} examples to {args.out}")
     return 0
@@ -221,8 +224,43 @@ def cmd_data_split(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- warnings ------------------------------------------------------------------------------------
+class OneLineFormatter(logging.Formatter):
+    """``warning: <message>``: the level in lower case, the message on one line, no traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = " ".join(line.strip() for line in record.getMessage().splitlines())
+        return f"{record.levelname.lower()}: {message}"
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is when a record comes (tests swap it between commands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLevel(logging.WARNING)
+        self.setFormatter(OneLineFormatter())
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
+def show_warnings() -> None:
+    """Every warning of the package's loggers (``nlu_engine.*``) as one ``warning: ...`` line on
+    stderr. Installed once per process; the server replaces it with its own log format."""
+    package = logging.getLogger("nlu_engine")
+    if not any(isinstance(handler, StderrHandler) for handler in package.handlers):
+        package.addHandler(StderrHandler())
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    show_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -32,7 +32,7 @@ read into memory at load time (``Tagger.open_inmemory``), so the folder may be r
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,8 @@ from nlu_engine.errors import ConfigError, closest
 from nlu_engine.message import TEXT, Message, Token
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 EXTRACTOR_NAME = "CRFEntityExtractor"
 STATE_FILE = "crf.json"
@@ -113,10 +115,9 @@ class CRFEntityExtractor(EntityExtractor):
         if DENSE in wanted:
             dense = message.features_for(TEXT, "sequence", sparse=False, origins=self.featurizers or None)
             if dense is not None and len(dense) != len(tokens):
-                print(
-                    f"warning: {EXTRACTOR_NAME}: {len(dense)} dense feature rows for "
+                logger.warning(
+                    f"{EXTRACTOR_NAME}: {len(dense)} dense feature rows for "
                     f"{len(tokens)} tokens in '{message.text}'; dense features are not used",
-                    file=sys.stderr,
                 )
                 dense = None
         values = []
@@ -256,10 +257,9 @@ class CRFEntityExtractor(EntityExtractor):
         ]
         if bad:
             shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-            print(
-                f"warning: {EXTRACTOR_NAME}: {len(bad)} entity annotation(s) do not fall on token "
+            logger.warning(
+                f"{EXTRACTOR_NAME}: {len(bad)} entity annotation(s) do not fall on token "
                 f"boundaries and are ignored: {shown}",
-                file=sys.stderr,
             )
 
     # --- inference --------------------------------------------------------------------------

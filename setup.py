@@ -22,6 +22,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["nlu_engine", "nlu_engine.*"]),
+    # the shipped pipelines, read with importlib.resources (`--config diet`, `pipelines/diet.yml`)
+    package_data={"nlu_engine": ["pipelines/*.yml"]},
     include_package_data=True,
     install_requires=[
         "numpy>=1.26,<3",

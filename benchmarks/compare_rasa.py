@@ -97,7 +97,7 @@ def run_rasa(config: Path, data: Path, out: Path, epochs: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--config", default=str(ROOT / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", default=str(ROOT / "benchmark_results" / "compare_rasa.json"))

@@ -28,7 +28,7 @@ SNIPS = ROOT.parent / "shared" / "datasets" / "SNIPS" / "train.md"
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
     parser.add_argument("--data", default=str(SNIPS))
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[],

@@ -29,7 +29,7 @@ def make(which: str) -> list[Component]:
         precision = "bfloat16" if which == "lm-bf16" else "float32"
         return [WhitespaceTokenizer(), LanguageModelFeaturizer(precision=precision)]
     from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
-    from nlu_engine.featurizers.dense.spacy_nlp import SpacyNLP
+    from nlu_engine.loaders.spacy_nlp import SpacyNLP
     from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 
     return [SpacyNLP(model="en_core_web_md"), SpacyTokenizer(), SpacyFeaturizer()]

@@ -28,7 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.server.process import LOOPBACK, ServerProcess
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # the server helper lives with the tests
+
+from tests.server.server_process import LOOPBACK, ServerProcess  # noqa: E402
 
 DEFAULT_TEXTS = [
     "book a table for two in Berlin tomorrow",

@@ -1,9 +1,10 @@
 """``nlu-engine benchmark``: train and score a training config, with time, memory and latency.
 
-A training config (``training_configs/*.yml``) names a pipeline, train and test data (paths
-relative to the project root; ``{fold}`` is replaced by each of ``folds``) and parameter
-overrides. Training runs as a separate ``nlu-engine train`` process, so its wall time and peak
-memory are those of the whole command a user runs.
+A training config (``training_configs/*.yml``) names a pipeline (a file, or a shipped pipeline
+such as ``pipelines/diet.yml``), train and test data (paths relative to the project root;
+``{fold}`` is replaced by each of ``folds``) and parameter overrides. Training runs as a
+separate ``nlu-engine train`` process, so its wall time and peak memory are those of the whole
+command a user runs.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from nlu_engine.config import find_config
 from nlu_engine.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +34,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 @dataclass
 class TrainingConfig:
     name: str
-    pipeline: Path
+    pipeline: Path | Traversable
     train: str
     test: str
     folds: list[int | str] = field(default_factory=lambda: [""])
@@ -66,9 +69,10 @@ def read_training_config(path: Path) -> TrainingConfig:
     overrides = raw.get("set") or []
     if isinstance(overrides, dict):
         overrides = [f"{k}={json.dumps(v)}" for k, v in overrides.items()]
+    pipeline = _resolve(raw["pipeline"])
     return TrainingConfig(
         name=str(raw.get("name") or path.stem),
-        pipeline=_resolve(raw["pipeline"]),
+        pipeline=pipeline if pipeline.is_file() else find_config(raw["pipeline"]),
         train=raw["train"],
         test=raw["test"],
         folds=list(raw.get("folds") or [""]),

@@ -1,5 +1,8 @@
 """Rasa's ``config.yml`` -> validated component configs.
 
+A config is a file, or a pipeline shipped in the package (``nlu_engine/pipelines/``) named
+``diet``, ``diet.yml`` or ``pipelines/diet.yml`` (:func:`find_config`).
+
 Every step's parameters build the component's ``Config`` dataclass before anything trains:
 unknown keys (with the closest name suggested), wrong types, out-of-range values and clashes
 between fields (the config's ``validate``) are one-line errors naming the file, the component
@@ -11,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from dataclasses import dataclass, field
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +33,9 @@ from nlu_engine.component import (
 from nlu_engine.errors import ConfigError, closest
 from nlu_engine.registry import component_class
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_PIPELINE = PROJECT_ROOT / "pipelines" / "diet.yml"
+#: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
+PIPELINES = files("nlu_engine") / "pipelines"
+DEFAULT_PIPELINE = PIPELINES / "diet.yml"
 IGNORED_KEYS = ("recipe", "assistant_id", "policies")
 KNOWN_KEYS = ("language", "pipeline", *IGNORED_KEYS)
 
@@ -59,16 +65,18 @@ class PipelineConfig:
 
 
 def load_config(
-    source: str | Path | dict[str, Any] | None, overrides: list[str] | None = None
+    source: str | Path | Traversable | dict[str, Any] | None, overrides: list[str] | None = None
 ) -> PipelineConfig:
-    """Read and validate a config file (or an already-parsed dict)."""
+    """Read and validate a config file, a shipped pipeline by name (:func:`find_config`) or an
+    already-parsed dict."""
     if source is None:
         source = DEFAULT_PIPELINE
     if isinstance(source, dict):
         raw, where = source, "<config>"
     else:
-        where = str(source)
-        raw = _read_yaml(Path(source))
+        path = find_config(source)
+        where = str(path)
+        raw = _read_yaml(path)
     notices: list[str] = []
     if raw is None:
         raw = {}
@@ -88,7 +96,7 @@ def load_config(
         raise ConfigError(f"{where}: 'language' must be a language code such as 'en'")
     pipeline = raw.get("pipeline")
     if not pipeline:
-        if Path(where).resolve() == DEFAULT_PIPELINE.resolve():
+        if Path(where).resolve() == Path(str(DEFAULT_PIPELINE)).resolve():
             raise ConfigError(f"{where}: the default pipeline file is empty")
         notices.append(f"{where}: no pipeline given; using the default {DEFAULT_PIPELINE.name}")
         default = load_config(DEFAULT_PIPELINE, overrides)
@@ -104,7 +112,35 @@ def load_config(
     return PipelineConfig(language=language, steps=steps, source=where, notices=notices)
 
 
-def _read_yaml(path: Path) -> Any:
+def shipped_pipelines() -> list[str]:
+    """The names of the pipelines shipped in the package: ``diet``, ``logreg``, ..."""
+    return sorted(p.name.removesuffix(".yml") for p in PIPELINES.iterdir() if p.name.endswith(".yml"))
+
+
+def find_config(source: str | Path | Traversable) -> Path | Traversable:
+    """The config file ``source`` names.
+
+    A file that exists is taken as it is, even when it is named like a shipped pipeline. Else a
+    relative ``diet``, ``diet.yml`` or ``pipelines/diet.yml`` names the shipped pipeline, so the
+    README's ``--config pipelines/diet.yml`` works from any folder after ``pip install``.
+    """
+    if not isinstance(source, str | Path):
+        return source  # already a resource, e.g. DEFAULT_PIPELINE
+    path = Path(source)
+    if path.is_file():
+        return path
+    parts = path.parts
+    if not path.is_absolute() and (len(parts) == 1 or (len(parts) == 2 and parts[0] == "pipelines")):
+        name = parts[-1].removesuffix(".yml")
+        if name in shipped_pipelines():
+            return PIPELINES / f"{name}.yml"
+    raise ConfigError(
+        f"config file '{source}' not found; give the path of a config.yml or the name of a "
+        f"shipped pipeline ({', '.join(shipped_pipelines())})"
+    )
+
+
+def _read_yaml(path: Path | Traversable) -> Any:
     if not path.is_file():
         raise ConfigError(f"config file '{path}' not found")
     try:

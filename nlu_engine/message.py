@@ -19,6 +19,15 @@ import scipy.sparse
 TEXT = "text"
 INTENT = "intent"
 RESPONSE = "response"
+#: a retrieval intent with its response key, kept whole: "faq/ask_name"
+INTENT_RESPONSE_KEY = "intent_response_key"
+#: separates a retrieval intent from its response key in "faq/ask_name"
+RESPONSE_IDENTIFIER_DELIMITER = "/"
+
+#: attributes tokenized as free text (sentence-like)
+TEXT_ATTRIBUTES: tuple[str, ...] = (TEXT, RESPONSE)
+#: attributes that hold a label name
+LABEL_ATTRIBUTES: tuple[str, ...] = (INTENT, INTENT_RESPONSE_KEY)
 
 FeatureKind = Literal["sequence", "sentence"]
 

@@ -23,7 +23,7 @@ from nlu_engine.errors import ConfigError, closest
 # importing TensorFlow, spaCy or scikit-learn.
 COMPONENTS: dict[str, str] = {
     # model loaders and tokenizers
-    "SpacyNLP": "nlu_engine.featurizers.dense.spacy_nlp:SpacyNLP",
+    "SpacyNLP": "nlu_engine.loaders.spacy_nlp:SpacyNLP",
     "WhitespaceTokenizer": "nlu_engine.tokenizers.whitespace:WhitespaceTokenizer",
     "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
     # sparse featurizers

@@ -1,10 +1,9 @@
 """How many BLAS threads NumPy inference uses.
 
 NumPy inference (DIET's forward pass, the language model on one message) runs on one OpenBLAS
-thread. Its matrix products are small, and on a machine busy with other work OpenBLAS's
-waiting threads are a disaster: measured on this 2-core machine next to a training job,
-parsing SNIPS's 700 test messages in batches took 12-39 ms a message with two BLAS threads and
-2.4 ms with one; one message at a time, 6.6 ms p50 instead of 72 ms.
+thread. Its matrix products are small, so more threads gain little, and on a machine busy with
+other work (a training job, the server's other workers) OpenBLAS's spin-waiting threads slow
+every parse down several times over. BENCHMARKS.md has the figures.
 """
 
 from __future__ import annotations

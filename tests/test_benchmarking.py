@@ -1,10 +1,22 @@
-"""The benchmark report's pure parts: machine description, markdown rows, fold summaries."""
+"""The benchmark's pure parts: training configs, machine description, markdown rows, summaries."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-from nlu_engine.benchmarking import cpu_model, headline_scores, markdown_rows, summarize
+import pytest
+
+from nlu_engine.benchmarking import (
+    cpu_model,
+    headline_scores,
+    markdown_rows,
+    read_training_config,
+    summarize,
+)
+from nlu_engine.config import PIPELINES
+
+TRAINING_CONFIGS = sorted((Path(__file__).resolve().parents[1] / "training_configs").glob("*.yml"))
 
 
 def test_cpu_model_names_the_processor_and_its_vector_extensions() -> None:
@@ -47,3 +59,10 @@ def test_headline_scores_prefer_diet_among_extractors() -> None:
         "intent_accuracy": 0.9, "intent_macro_f1": 0.88,
         "entity_exact_f1": 0.7, "entity_overlap_f1": 0.8,
     }
+
+
+@pytest.mark.parametrize("path", TRAINING_CONFIGS, ids=lambda p: p.name)
+def test_training_configs_name_a_shipped_pipeline(path: Path) -> None:
+    config = read_training_config(path)
+    assert config.pipeline.is_file()
+    assert str(config.pipeline).startswith(str(PIPELINES))

@@ -17,7 +17,7 @@ from nlu_engine.training_data import load_data, write_data
 from nlu_engine.training_data.split import train_test_split
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-LOGREG = str(PROJECT_ROOT / "pipelines" / "logreg.yml")
+LOGREG = str(PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml")
 RASA_KEYS = {"text", "intent", "entities", "text_tokens", "intent_ranking"}
 INTENTS = {"greet", "book_flight", "check_order"}
 

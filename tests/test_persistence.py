@@ -28,7 +28,7 @@ from nlu_engine.training_data import load_data
 from nlu_engine.training_data.training_data import TrainingData
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,8 @@ from typing import Any
 from nlu_engine.component import IntentClassifier
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 
 class KeywordIntentClassifier(IntentClassifier):
@@ -28,10 +30,9 @@ class KeywordIntentClassifier(IntentClassifier):
         for message in data.intent_examples:
             previous = self.keywords_.get(message.text)
             if previous is not None and previous != message.intent:
-                print(
-                    f"warning: KeywordIntentClassifier: '{message.text}' is an example of both "
+                logger.warning(
+                    f"KeywordIntentClassifier: '{message.text}' is an example of both "
                     f"'{previous}' and '{message.intent}'; keeping '{message.intent}'",
-                    file=sys.stderr,
                 )
             self.keywords_[message.text] = str(message.intent)
         self._compile()

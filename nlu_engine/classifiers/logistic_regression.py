@@ -73,7 +73,7 @@ class LogisticRegressionClassifier(IntentClassifier):
             class_weight="balanced",
         )
         # sklearn's loss runs in OpenMP threads; on NLU-sized data the threads only add overhead,
-        # and on a busy machine their spin-waiting made a 0.2 s fit take 10 s of CPU.
+        # and on a busy machine their spin-waiting costs many times the fit's own CPU time.
         from threadpoolctl import threadpool_limits
 
         with threadpool_limits(limits=1 if X.nnz < 5_000_000 else None):

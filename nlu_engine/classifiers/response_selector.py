@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -38,9 +38,10 @@ from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import FEATURES, RESPONSE, param
 from nlu_engine.errors import ConfigError
-from nlu_engine.message import TEXT, Message
-from nlu_engine.tokenizers.base import INTENT_RESPONSE_KEY
+from nlu_engine.message import INTENT_RESPONSE_KEY, TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SELECTOR = "default"
 RESPONSES_FILE = "responses.json"
@@ -167,17 +168,15 @@ class ResponseSelector(DIETClassifier):
             return
         name = self._name()
         if self.config.transformer_size is None:
-            print(
-                f"warning: {name}: number_of_transformer_layers > 0 needs a transformer_size; "
+            logger.warning(
+                f"{name}: number_of_transformer_layers > 0 needs a transformer_size; "
                 "using 256",
-                file=sys.stderr,
             )
         if any(self.config.hidden_layers_sizes.get(side) for side in ("text", "label")):
-            print(
-                f"warning: {name}: with a transformer, hidden_layers_sizes "
+            logger.warning(
+                f"{name}: with a transformer, hidden_layers_sizes "
                 f"{self.config.hidden_layers_sizes} usually hurt; Rasa recommends "
                 "{text: [], label: []}",
-                file=sys.stderr,
             )
 
     # --- training ---------------------------------------------------------------------------
@@ -199,21 +198,19 @@ class ResponseSelector(DIETClassifier):
         if not examples:
             self.intents_ = []
             if self.config.retrieval_intent:
-                print(
-                    f"warning: {self._name()}: no training examples of retrieval intent "
+                logger.warning(
+                    f"{self._name()}: no training examples of retrieval intent "
                     f"'{self.config.retrieval_intent}' (retrieval intents in the data: "
                     f"{', '.join(self.all_retrieval_intents_) or 'none'}); nothing is trained",
-                    file=sys.stderr,
                 )
             return
         missing = [k for k in keys if utter_action(k) not in self.responses_]
         if missing:
             shown = ", ".join(utter_action(k) for k in missing[:5])
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-            print(
-                f"warning: {self._name()}: no responses for {shown}{more}; add them under "
+            logger.warning(
+                f"{self._name()}: no responses for {shown}{more}; add them under "
                 "'responses:' in the data or domain (the key is returned as the response text)",
-                file=sys.stderr,
             )
         self._check_features(examples[0])
         self._warn_about_transformer()

@@ -28,7 +28,7 @@ point is fitted without search.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,8 @@ from nlu_engine.component import FEATURES, IntentClassifier, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 Kernel = Literal["linear", "rbf", "poly", "sigmoid"]
 MODEL_FILE = "svm.npz"
@@ -84,10 +86,9 @@ class SklearnIntentClassifier(IntentClassifier):
         self.model_: SVMModel | None = None
         self.search_: dict[str, Any] = {}
         if len(self.classes_) < 2:
-            print(
-                "warning: SklearnIntentClassifier: the training data has fewer than 2 intents; "
+            logger.warning(
+                "SklearnIntentClassifier: the training data has fewer than 2 intents; "
                 "nothing is trained and every message gets no intent",
-                file=sys.stderr,
             )
             return
         index = {name: i for i, name in enumerate(self.classes_)}
@@ -130,10 +131,9 @@ class SklearnIntentClassifier(IntentClassifier):
             try:
                 search.fit(X, y)
             except ValueError as error:
-                print(
-                    f"warning: SklearnIntentClassifier: grid search failed ({error}); using "
+                logger.warning(
+                    f"SklearnIntentClassifier: grid search failed ({error}); using "
                     f"{grid[0]}",
-                    file=sys.stderr,
                 )
                 return grid[0], {"best_params": grid[0], "folds": 0}
         best = {k: search.best_params_[k] for k in ("C", "gamma", "kernel")}

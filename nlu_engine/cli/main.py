@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -19,6 +19,8 @@ from typing import Any
 from nlu_engine import __version__
 from nlu_engine.cli import allow
 from nlu_engine.errors import NLUError
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_MODELS = "models"
 EXTRA_COMMANDS = (
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     train = commands.add_parser("train", help="train a model from NLU data and a config.yml")
-    train.add_argument("-c", "--config", default=None, help="config.yml (default: pipelines/diet.yml)")
+    train.add_argument("-c", "--config", default=None,
+                       help="config.yml, or a shipped pipeline by name: diet (the default), logreg, ...")
     train.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH",
                        help="training data file or folder; repeat for several")
     train.add_argument("--out", default=DEFAULT_MODELS, help="folder for the archive (default: models)")
@@ -83,8 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Further commands live in their own modules, each with `register(commands)`; they must
     # import nothing heavy at module level.
     for module_name in EXTRA_COMMANDS:
-        if importlib.util.find_spec(module_name) is not None:
-            importlib.import_module(module_name).register(commands)
+        importlib.import_module(module_name).register(commands)
     return parser
 
 
@@ -201,8 +203,8 @@ def cmd_data_convert(args: argparse.Namespace) -> int:
 
     data = load_data(args.data)
     if args.format == "json" and data.responses:
-        print(f"warning: Rasa's JSON format has no place for the {len(data.responses)} responses; "
-              "they are left out (keep them in a YAML file)", file=sys.stderr)
+        logger.warning(f"Rasa's JSON format has no place for the {len(data.responses)} responses; "
+                       "they are left out (keep them in a YAML file)")
     write_data(data, Path(args.out), args.format)
     print(f"wrote {len(data.messages)} examples to {args.out}")
     return 0
@@ -225,8 +227,43 @@ def cmd_data_split(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- warnings ------------------------------------------------------------------------------------
+class OneLineFormatter(logging.Formatter):
+    """``warning: <message>``: the level in lower case, the message on one line, no traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = " ".join(line.strip() for line in record.getMessage().splitlines())
+        return f"{record.levelname.lower()}: {message}"
+
+
+class StderrHandler(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is when a record comes (tests swap it between commands)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setLevel(logging.WARNING)
+        self.setFormatter(OneLineFormatter())
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        """Ignored: the stream is always the current ``sys.stderr``."""
+
+
+def show_warnings() -> None:
+    """Every warning of the package's loggers (``nlu_engine.*``) as one ``warning: ...`` line on
+    stderr. Installed once per process; the server replaces it with its own log format."""
+    package = logging.getLogger("nlu_engine")
+    if not any(isinstance(handler, StderrHandler) for handler in package.handlers):
+        package.addHandler(StderrHandler())
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    show_warnings()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -32,7 +32,7 @@ read into memory at load time (``Tagger.open_inmemory``), so the folder may be r
 from __future__ import annotations
 
 import json
-import sys
+import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,8 @@ from nlu_engine.errors import ConfigError
 from nlu_engine.message import TEXT, Message, Token
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 EXTRACTOR_NAME = "CRFEntityExtractor"
 STATE_FILE = "crf.json"
@@ -96,10 +98,9 @@ class CRFEntityExtractor(EntityExtractor):
             origins = self.config.featurizers or None
             dense = message.features_for(TEXT, "sequence", sparse=False, origins=origins)
             if dense is not None and len(dense) != len(tokens):
-                print(
-                    f"warning: {EXTRACTOR_NAME}: {len(dense)} dense feature rows for "
+                logger.warning(
+                    f"{EXTRACTOR_NAME}: {len(dense)} dense feature rows for "
                     f"{len(tokens)} tokens in '{message.text}'; dense features are not used",
-                    file=sys.stderr,
                 )
                 dense = None
         values = []
@@ -239,10 +240,9 @@ class CRFEntityExtractor(EntityExtractor):
         ]
         if bad:
             shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-            print(
-                f"warning: {EXTRACTOR_NAME}: {len(bad)} entity annotation(s) do not fall on token "
+            logger.warning(
+                f"{EXTRACTOR_NAME}: {len(bad)} entity annotation(s) do not fall on token "
                 f"boundaries and are ignored: {shown}",
-                file=sys.stderr,
             )
 
     # --- inference --------------------------------------------------------------------------

@@ -15,7 +15,7 @@ would return an empty entity). Persisted as ``regex.json``.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ from nlu_engine.component import EntityExtractor
 from nlu_engine.featurizers.sparse.regex import PatternConfig, compile_patterns, extract_patterns
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 REGEX_FILE = "regex.json"
 EXTRACTOR_NAME = "RegexEntityExtractor"
@@ -48,11 +50,10 @@ class RegexEntityExtractor(EntityExtractor):
         self.patterns_ = [p for p in patterns if p["name"] in entity_types]
         self._compiled = compile_patterns(self.patterns_, self.config.case_sensitive)
         if not self.patterns_:
-            print(
-                f"warning: {EXTRACTOR_NAME}: no regex or lookup table in the training data is "
+            logger.warning(
+                f"{EXTRACTOR_NAME}: no regex or lookup table in the training data is "
                 "named after an entity type, so nothing will be extracted; name a 'regex:' or "
                 "'lookup:' item after an annotated entity",
-                file=sys.stderr,
             )
 
     def process(self, messages: list[Message]) -> None:

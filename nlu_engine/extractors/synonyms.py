@@ -15,13 +15,15 @@ It must come after the entity extractors. Persisted as ``synonyms.json``.
 from __future__ import annotations
 
 import json
-import sys
+import logging
 from pathlib import Path
 from typing import Any
 
 from nlu_engine.component import ENTITIES, Component
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 SYNONYMS_FILE = "synonyms.json"
 PROCESSOR_NAME = "EntitySynonymMapper"
@@ -52,11 +54,10 @@ class EntitySynonymMapper(Component):
         key = original.lower()
         previous = self.synonyms_.get(key)
         if previous is not None and previous != replacement:
-            print(
-                f"warning: {PROCESSOR_NAME}: conflicting synonyms for '{key}': "
+            logger.warning(
+                f"{PROCESSOR_NAME}: conflicting synonyms for '{key}': "
                 f"'{previous}' is replaced by '{replacement}'; remove one of the definitions "
                 "from the training data",
-                file=sys.stderr,
             )
         self.synonyms_[key] = replacement
 

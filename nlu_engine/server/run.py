@@ -31,8 +31,8 @@ class NoDelayConfig(uvicorn.Config):
     """uvicorn's config, whose shared listening socket (``--workers``) has Nagle's algorithm off.
 
     uvicorn binds that socket with protocol 0, so asyncio does not set TCP_NODELAY on accepted
-    connections, and each response then waits for the client's delayed ACK (about 40 ms per
-    request). Accepted sockets inherit the option from the listening socket on Linux.
+    connections, and each response then waits for the client's delayed-ACK timer. Accepted
+    sockets inherit the option from the listening socket on Linux.
     """
 
     def bind_socket(self) -> socket.socket:
@@ -92,8 +92,8 @@ def set_tensorflow_threads(threads: int | None) -> None:
     """TensorFlow's thread pools, set before it is imported (``TF_NUM_*_THREADS``).
 
     One intra-op thread by default: a parse is a handful of small ops, for which TensorFlow's
-    thread hand-offs cost more than they save, and the other core stays free for the HTTP loop
-    (about 20 % lower latency on 2 cores). An explicit environment setting wins over the default.
+    thread hand-offs cost more than they save, and the other cores stay free for the HTTP loop.
+    An explicit environment setting wins over the default.
     """
     if threads is not None:
         if threads < 1:

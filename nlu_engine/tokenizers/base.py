@@ -15,15 +15,14 @@ from dataclasses import dataclass
 
 from nlu_engine.component import Tokenizer
 from nlu_engine.errors import ConfigError
-from nlu_engine.message import INTENT, RESPONSE, TEXT, Message, Token
-
-INTENT_RESPONSE_KEY = "intent_response_key"
-RESPONSE_IDENTIFIER_DELIMITER = "/"
-
-#: attributes tokenized as free text (sentence-like)
-TEXT_ATTRIBUTES: tuple[str, ...] = (TEXT, RESPONSE)
-#: attributes that hold a label name
-LABEL_ATTRIBUTES: tuple[str, ...] = (INTENT, INTENT_RESPONSE_KEY)
+from nlu_engine.message import (
+    INTENT,
+    INTENT_RESPONSE_KEY,
+    RESPONSE_IDENTIFIER_DELIMITER,
+    TEXT_ATTRIBUTES,
+    Message,
+    Token,
+)
 
 
 def words_to_tokens(words: list[str], text: str) -> list[Token]:

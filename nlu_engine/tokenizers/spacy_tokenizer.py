@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from nlu_engine.component import SPACY_DOC, TOKENS
 from nlu_engine.errors import ConfigError
-from nlu_engine.featurizers.dense.spacy_nlp import get_doc
+from nlu_engine.loaders.spacy_nlp import get_doc
 from nlu_engine.message import Message, Token
 from nlu_engine.tokenizers.base import BaseTokenizer
 

@@ -106,11 +106,6 @@ def _attributes(match: re.Match[str], example: str, source: str) -> list[dict[st
     return items
 
 
-def strip_annotations(example: str) -> str:
-    """The plain text of an annotated example (no validation of the JSON forms)."""
-    return ENTITY_PATTERN.sub(lambda m: m.group("text"), example)
-
-
 def synonyms_from_entities(text: str, entities: Iterable[dict[str, Any]]) -> dict[str, str]:
     """``{surface: value}`` for every entity whose annotated value differs from its text."""
     found: dict[str, str] = {}

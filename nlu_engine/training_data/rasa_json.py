@@ -23,7 +23,6 @@ from nlu_engine.message import Message
 from nlu_engine.training_data.annotations import synonyms_from_entities
 from nlu_engine.training_data.rasa_markdown import (
     read_lookup_file,
-    read_text_file,
     split_retrieval_intent,
 )
 from nlu_engine.training_data.training_data import TrainingData
@@ -31,12 +30,6 @@ from nlu_engine.training_data.training_data import TrainingData
 ROOT_KEY = "rasa_nlu_data"
 _EXAMPLE_LISTS = ("common_examples", "intent_examples", "entity_examples")
 _GOLD_ENTITY_KEYS = ("entity", "start", "end", "value", "role", "group")
-
-
-def read_rasa_json(path: str | Path) -> TrainingData:
-    """Read a Rasa JSON file; lookup file paths are resolved relative to it."""
-    path = Path(path)
-    return parse_rasa_json(read_text_file(path), source=str(path), base_dir=path.parent)
 
 
 def load_json(content: str, source: str) -> Any:

@@ -35,12 +35,6 @@ _ITEM = re.compile(r"[-*+]\s*(?P<item>.*)$")
 SECTION_HEADER = re.compile(r"^\s*##\s*(intent|synonym|regex|lookup)\s*:", re.MULTILINE)
 
 
-def read_rasa_markdown(path: str | Path) -> TrainingData:
-    """Read a Rasa Markdown file. Lookup file paths are resolved relative to the file."""
-    path = Path(path)
-    return parse_rasa_markdown(read_text_file(path), source=str(path), base_dir=path.parent)
-
-
 def parse_rasa_markdown(
     content: str, source: str = "<markdown>", base_dir: Path | None = None
 ) -> TrainingData:

@@ -34,8 +34,8 @@ file and line. Metadata is stored like Rasa does: ``Message.metadata`` is
 from __future__ import annotations
 
 import json
+import logging
 import re
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,10 @@ from nlu_engine.training_data.annotations import (
     synonyms_from_entities,
     to_annotated,
 )
-from nlu_engine.training_data.rasa_markdown import read_text_file, split_retrieval_intent
+from nlu_engine.training_data.rasa_markdown import split_retrieval_intent
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 KEY_NLU = "nlu"
 KEY_RESPONSES = "responses"
@@ -58,12 +60,6 @@ _ITEM_KEYS = {*ITEM_KINDS, "examples", "metadata"}
 WRITE_VERSION = "3.1"
 
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def read_rasa_yaml(path: str | Path) -> TrainingData:
-    """Read a Rasa YAML file (empty TrainingData when it has no ``nlu``/``responses``)."""
-    path = Path(path)
-    return parse_rasa_yaml(read_text_file(path), source=str(path)) or TrainingData()
 
 
 def parse_rasa_yaml(content: str, source: str = "<yaml>") -> TrainingData | None:
@@ -237,10 +233,9 @@ class _Reader:
                 if not line:
                     continue
                 if not line.startswith("-"):
-                    warnings.warn(
+                    logger.warning(
                         f"{self.source}:{first + offset}: ignored line {line!r} in {kind} "
-                        f"'{name}'; each example must start with '- '",
-                        stacklevel=2,
+                        f"'{name}'; each example must start with '- '"
                     )
                     continue
                 text = line[1:].strip()
@@ -305,10 +300,9 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
         key = (intent, json.dumps(intent_metadata, sort_keys=True, default=str))
         groups.setdefault(key, []).append(message)
     if skipped:
-        warnings.warn(
+        logger.warning(
             f"{skipped} examples without an intent cannot be written to Rasa YAML and were "
-            "left out; use the JSON format to keep them",
-            stacklevel=2,
+            "left out; use the JSON format to keep them"
         )
     for (intent, _), messages in groups.items():
         item: dict[str, Any] = {"intent": intent}

@@ -284,10 +284,10 @@ def test_no_retrieval_intents_trains_and_writes_nothing(tmp_path: Path) -> None:
     assert result["intent"] == {"name": None, "confidence": 0.0}  # it never writes the intent
 
 
-def test_retrieval_intent_missing_from_data_warns(capsys: pytest.CaptureFixture[str]) -> None:
+def test_retrieval_intent_missing_from_data_warns(caplog: pytest.LogCaptureFixture) -> None:
     selector = ResponseSelector(retrieval_intent="smalltalk", **FAST)
     selector.train(data(("greet", "faq/ask_name")))
-    assert "no training examples of retrieval intent 'smalltalk'" in capsys.readouterr().err
+    assert "no training examples of retrieval intent 'smalltalk'" in caplog.text
     assert selector.intents_ == [] and selector.all_retrieval_intents_ == ["faq"]
 
 
@@ -309,12 +309,12 @@ def test_use_text_as_label_selects_by_response_text() -> None:
     assert {r["intent_response_key"] for r in result["ranking"]} == set(keep)
 
 
-def test_key_without_responses_answers_with_the_key(capsys: pytest.CaptureFixture[str]) -> None:
+def test_key_without_responses_answers_with_the_key(caplog: pytest.LogCaptureFixture) -> None:
     training_data = data(("faq/ask_name", "faq/ask_age"))
     del training_data.responses["utter_faq/ask_age"]
     config = pipeline_config({"name": SELECTOR, "epochs": 10, **FAST}, classifier=False)
     pipeline = trained(config, training_data)
-    assert "no responses for utter_faq/ask_age" in capsys.readouterr().err
+    assert "no responses for utter_faq/ask_age" in caplog.text
     response = pipeline.parse_batch(["how old are you"])[0]["response_selector"]["default"]
     assert response["response"]["intent_response_key"] == "faq/ask_age"
     assert response["response"]["responses"] == [{"text": "faq/ask_age"}]  # Rasa's fallback
@@ -371,7 +371,7 @@ def test_rasa_suggested_config_trains(monkeypatch: pytest.MonkeyPatch) -> None:
     overrides = [f"{name}.{key}={value}" for name in ("DIETClassifier", "ResponseSelector")
                  for key, value in (("epochs", 2), ("run_eagerly", "true"),
                                     ("show_progress", "false"))]
-    config = load_config(PROJECT_ROOT / "pipelines" / "rasa_suggested.yml", overrides)
+    config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "rasa_suggested.yml", overrides)
     assert [s.name for s in config.steps][-2:] == ["ResponseSelector", "FallbackClassifier"]
     pipeline = Pipeline.build(config)
     pipeline.train(data(), log=None)

@@ -177,11 +177,11 @@ def test_tiny_data_with_several_examples() -> None:
     assert [m.intent for m in messages] == ["greet", "greet", "bye", "bye"]
 
 
-def test_single_intent_predicts_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_single_intent_predicts_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     pipeline = featurized({"greet": ["hello", "hi"]})
     classifier = SklearnIntentClassifier()
     classifier.train(pipeline[0])
-    assert "fewer than 2 intents" in capsys.readouterr().err
+    assert "fewer than 2 intents" in caplog.text
     classifier.persist(tmp_path)
     loaded = SklearnIntentClassifier.load(tmp_path, classifier.get_config())
     for component in (classifier, loaded):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from nlu_engine.training_data import load_data
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA = PROJECT_ROOT / "data" / "nlu.yml"
-LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 HEAVY = ("tensorflow", "keras", "sklearn", "scipy", "numpy", "matplotlib", "starlette", "uvicorn",
          "spacy", "transformers", "torch")
 
@@ -218,8 +219,9 @@ def test_data_validate_warns_about_misaligned_entity(tmp_path: Path) -> None:
 def test_data_convert_round_trip(tmp_path: Path) -> None:
     result = run("data", "convert", "--data", str(DATA), "--out", "nlu.json", "-f", "json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    # Rasa's JSON format has no place for a responses: section; the user is told so
-    assert "responses" in result.stderr
+    # Rasa's JSON format has no place for a responses: section; the user is told so, in one line
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith("warning: Rasa's JSON format has no place for the ") and "responses" in warning
     assert json.loads((tmp_path / "nlu.json").read_text())["rasa_nlu_data"]["common_examples"]
     result = run("data", "convert", "--data", "nlu.json", "--out", "back.yml", "-f", "yaml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -235,6 +237,26 @@ def test_data_convert_round_trip(tmp_path: Path) -> None:
     original.responses = {}
     assert back.fingerprint() == original.fingerprint()
     assert f"wrote {len(original.messages)} examples to back.yml" in result.stdout
+
+
+def test_warnings_are_one_line_each_however_often_the_cli_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nlu_engine.cli.main import main
+
+    for _ in range(2):  # in one process: the handler is installed once
+        assert main(["data", "convert", "--data", str(DATA), "--out", str(tmp_path / "nlu.json"),
+                     "-f", "json"]) == 0
+        lines = capsys.readouterr().err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("warning: Rasa's JSON format"), lines
+
+
+def test_a_warning_of_several_lines_is_shown_as_one() -> None:
+    from nlu_engine.cli.main import OneLineFormatter
+
+    record = logging.LogRecord("nlu_engine.x", logging.WARNING, __file__, 1, "first\n  then %s",
+                               ("that",), None)
+    assert OneLineFormatter().format(record) == "warning: first then that"
 
 
 def test_data_split_counts_and_stratification(tmp_path: Path) -> None:

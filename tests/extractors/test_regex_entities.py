@@ -95,10 +95,10 @@ def test_entities_are_appended_to_existing_ones() -> None:
     assert [e["value"] for e in message.entities[1:]] == ["Berlin", "New York"]
 
 
-def test_no_matching_pattern_warns(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_matching_pattern_warns(caplog: pytest.LogCaptureFixture) -> None:
     extractor = RegexEntityExtractor()
     extractor.train(data(regex_features=[], lookup_tables=LOOKUPS[1:]))
-    assert "RegexEntityExtractor" in capsys.readouterr().err
+    assert "RegexEntityExtractor" in caplog.text
     assert extract(extractor, "Berlin AB123456 tea") == []
 
 

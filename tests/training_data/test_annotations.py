@@ -3,7 +3,6 @@ import pytest
 from nlu_engine.errors import DataError
 from nlu_engine.training_data.annotations import (
     parse_annotated,
-    strip_annotations,
     synonyms_from_entities,
     to_annotated,
 )
@@ -92,10 +91,6 @@ def test_json_without_entity_key_is_an_error():
 def test_json_with_unknown_key_is_an_error():
     with pytest.raises(DataError, match="unknown keys"):
         parse_annotated('[Paris]{"entity": "city", "rol": "to"}')
-
-
-def test_strip_annotations():
-    assert strip_annotations('[a](x) and [b]{"entity": "y"}') == "a and b"
 
 
 @pytest.mark.parametrize(

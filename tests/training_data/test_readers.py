@@ -1,4 +1,5 @@
 import json
+import logging
 import textwrap
 from pathlib import Path
 
@@ -221,10 +222,11 @@ def test_retrieval_intents_written_back_with_full_name(tmp_path):
         ]
 
 
-def test_yaml_line_without_dash_is_skipped_with_warning():
+def test_yaml_line_without_dash_is_skipped_with_warning(caplog):
     content = "nlu:\n- intent: greet\n  examples: |\n    - hi\n    hello\n"
-    with pytest.warns(UserWarning, match=r"nlu\.yml:5: ignored line 'hello'"):
+    with caplog.at_level(logging.WARNING, logger="nlu_engine"):
         data = parse_yaml(content)
+    assert "nlu.yml:5: ignored line 'hello'" in caplog.text
     assert [m.text for m in data.messages] == ["hi"]
 
 
@@ -416,10 +418,11 @@ def test_yaml_writer_keeps_intent_metadata_groups_apart():
     ]
 
 
-def test_yaml_writer_skips_examples_without_intent():
+def test_yaml_writer_skips_examples_without_intent(caplog):
     data = TrainingData(messages=[Message("a", intent="x"), Message("b")])
-    with pytest.warns(UserWarning, match="without an intent"):
+    with caplog.at_level(logging.WARNING, logger="nlu_engine"):
         text = dump_rasa_yaml(data)
+    assert "1 examples without an intent" in caplog.text
     assert [m.text for m in parse_yaml(text).messages] == ["a"]
 
 

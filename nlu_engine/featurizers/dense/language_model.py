@@ -53,8 +53,7 @@ from nlu_engine.featurizers.dense.bert import (
     model_files_present,
     weights_checksum,
 )
-from nlu_engine.message import Features, Message
-from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)

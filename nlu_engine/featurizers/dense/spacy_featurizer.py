@@ -21,9 +21,8 @@ import numpy as np
 
 from nlu_engine.component import SPACY_DOC, TOKENS, DenseFeaturizer
 from nlu_engine.errors import ConfigError
-from nlu_engine.featurizers.dense.spacy_nlp import get_doc
-from nlu_engine.message import Features, Message, Token
-from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.loaders.spacy_nlp import get_doc
+from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message, Token
 
 logger = logging.getLogger(__name__)
 _WARNED_NO_VECTORS: set[int] = set()  # id(vocab) of pipelines already warned about

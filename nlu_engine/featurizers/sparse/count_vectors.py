@@ -44,8 +44,7 @@ import scipy.sparse
 
 from nlu_engine.component import SPARSE_FEATURES, Featurizer, param
 from nlu_engine.errors import ConfigError
-from nlu_engine.message import Features, Message, Token
-from nlu_engine.tokenizers.base import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES
+from nlu_engine.message import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES, Features, Message, Token
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)

@@ -26,8 +26,7 @@ import scipy.sparse
 
 from nlu_engine.component import SPARSE_FEATURES, Component, Featurizer
 from nlu_engine.errors import DataError
-from nlu_engine.message import Features, Message
-from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.training_data.training_data import TrainingData
 
 PATTERNS_FILE = "patterns.json"

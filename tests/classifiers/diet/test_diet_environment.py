@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-DEFAULT_PIPELINE = Path(__file__).resolve().parents[3] / "pipelines" / "diet.yml"
+DEFAULT_PIPELINE = Path(__file__).resolve().parents[3] / "nlu_engine" / "pipelines" / "diet.yml"
 # build the default pipeline (this imports DIETClassifier's module, not TensorFlow) and report
 SNIPPET = (
     "import os, sys; from nlu_engine.config import load_config; "

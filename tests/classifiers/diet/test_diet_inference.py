@@ -124,7 +124,7 @@ def test_loading_and_parsing_a_diet_model_does_not_import_tensorflow(
     import nlu_engine
 
     archive = nlu_engine.train(
-        str(PROJECT_ROOT / "pipelines" / "diet.yml"), str(tiny_data_path), out=str(tmp_path),
+        str(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet.yml"), str(tiny_data_path), out=str(tmp_path),
         fixed_model_name="m",
         overrides=["DIETClassifier.epochs=2", "ResponseSelector.epochs=1"],
     )

@@ -12,7 +12,8 @@ kept in ``message.extra`` (never serialised) under :func:`doc_key`. With
 every character's offset, so token spans still index the original text.
 
 The components that need nothing but tokens, tags, lemmas and vectors leave spaCy's
-``parser`` and ``ner`` out (``disable``), which halves the parse time.
+``parser`` and ``ner`` out (``disable``): they are the slowest parts of a parse and nothing here
+reads their output.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from typing import Any
 
 from nlu_engine.component import SPACY_DOC, Component, param
 from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.message import TEXT, Message
-from nlu_engine.tokenizers.base import TEXT_ATTRIBUTES
+from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Message
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)

@@ -1,6 +1,9 @@
 """Run ``nlu-engine serve`` as a child process on a free loopback port (tests, benchmarks).
 
-Only loopback addresses are used, waits are bounded, and the child is stopped by its own pid.
+A test helper, not part of the package: the server tests import it as
+``tests.server.server_process`` and ``benchmarks/serve_benchmark.py`` puts the project root on
+``sys.path`` to do the same. Only loopback addresses are used, waits are bounded, and the child
+is stopped by its own pid.
 """
 
 from __future__ import annotations
@@ -92,15 +95,6 @@ class ServerProcess:
         self._log.flush()
         self._log.seek(0)
         return self._log.read().decode("utf-8", "replace")
-
-    def rss_bytes(self) -> int:
-        """Resident memory of the server process (Linux /proc)."""
-        assert self.process is not None
-        with open(f"/proc/{self.process.pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-        return 0
 
     def stop(self, timeout: float = 15.0) -> int | None:
         """SIGTERM (graceful), then SIGKILL after ``timeout``; returns the exit code."""

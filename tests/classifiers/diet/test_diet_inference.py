@@ -10,7 +10,7 @@ import pytest
 
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
-from nlu_engine.classifiers.diet.inference import DIETInference, bilou_constraints, marginals, viterbi
+from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
 from nlu_engine.config import load_config
 from nlu_engine.message import Message
 from nlu_engine.pipeline import Pipeline
@@ -105,14 +105,6 @@ def test_viterbi_and_marginals_match_enumeration() -> None:
         for t, k in enumerate(path):
             expected[t, k] += np.exp(s) / z
     np.testing.assert_allclose(marginals(logits, transitions), expected, atol=1e-10)
-
-
-def test_bilou_constraints() -> None:
-    allowed, start, end = bilou_constraints(["O", "B-a", "I-a", "L-a", "U-a", "B-b", "I-b", "L-b", "U-b"])
-    assert allowed[0, 1] and allowed[0, 4] and not allowed[0, 2]  # O -> B/U, never I
-    assert allowed[1, 2] and allowed[1, 3] and not allowed[1, 7]  # B-a -> I-a / L-a only
-    assert list(start) == [True, True, False, False, True, True, False, False, True]
-    assert list(end) == [True, False, False, True, True, False, False, True, True]
 
 
 def test_loading_and_parsing_a_diet_model_does_not_import_tensorflow(

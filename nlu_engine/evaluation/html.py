@@ -17,12 +17,16 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from nlu_engine.evaluation import Evaluation
-
-NONE_LABEL = "(none)"
+from nlu_engine.evaluation.metrics import (
+    AVERAGES,
+    SPAN_EXACT,
+    SPAN_OVERLAP,
+    Evaluation,
+    most_confused_pairs,
+)
+from nlu_engine.evaluation.plots import NONE_LABEL
 
 STYLE = """
 :root { --fg:#1d2125; --muted:#5c6670; --line:#dde1e5; --accent:#1c64b4; --bad:#c92a2a; --good:#2b8a3e; }
@@ -236,8 +240,6 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
 
 
 def _confused_section(evaluation: Evaluation) -> str:
-    from nlu_engine.evaluation import most_confused_pairs
-
     intent = evaluation.intent
     if intent is None:
         return ""
@@ -254,8 +256,6 @@ def _confused_section(evaluation: Evaluation) -> str:
 
 
 def _intent_section(evaluation: Evaluation) -> str:
-    from nlu_engine.evaluation import AVERAGES
-
     intent = evaluation.intent
     if intent is None:
         return ""
@@ -312,8 +312,6 @@ def _entity_list(entities: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _entity_section(evaluation: Evaluation) -> str:
-    from nlu_engine.evaluation import SPAN_EXACT, SPAN_OVERLAP
-
     if not evaluation.entities:
         return ""
     parts = ['<section id="entities"><h2>Entities</h2><p class="meta">Per extractor and entity '

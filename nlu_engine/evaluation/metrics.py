@@ -1,9 +1,9 @@
-"""Intent and entity metrics, and the report files of ``nlu-engine test``.
+"""Intent and entity metrics of ``nlu-engine test``.
 
 Everything here is a pure function over gold ``Message`` objects (``intent`` and ``entities``
 hold the annotations) and parse results (Rasa's ``/model/parse`` JSON, one dict per message, in
-the same order). Only ``write_reports`` touches the disk, and it imports matplotlib only when
-plots are asked for.
+the same order). ``reports`` writes the results to disk; ``experiments`` trains the models whose
+parse results are scored here.
 
 Intents (as Rasa's ``rasa test nlu``):
     Examples without a gold intent are left out. A missing prediction (``None``) is the label
@@ -32,25 +32,22 @@ Entities, per extractor (the ``extractor`` field of each predicted entity):
     counts, ``macro avg`` averages over the types that have gold entities.
 
 Zero divided by zero is 0.0 everywhere (scikit-learn's default). F1 is ``2·correct / (gold +
-predicted)``, which equals the harmonic mean of precision and recall.
+predicted)``, which equals the harmonic mean of precision and recall (``bilou.f1_score``, which
+DIET's training reports too). Tag sequences are chunked by ``bilou.conlleval_spans``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from nlu_engine.message import Message
+from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans, f1_score
 
-NO_ENTITY = "no_entity"
-NO_ENTITY_TAG = "O"
 #: extractors whose entities Rasa leaves out of the evaluation (they are not trained on the data)
 PRETRAINED_EXTRACTORS = frozenset({"DucklingEntityExtractor", "SpacyEntityExtractor"})
 #: components that change entities but do not find them
@@ -74,11 +71,12 @@ def prf(correct: int, gold: int, predicted: int) -> dict[str, float]:
     return {
         "precision": _ratio(correct, predicted),
         "recall": _ratio(correct, gold),
-        "f1-score": _ratio(2 * correct, gold + predicted),
+        "f1-score": f1_score(correct, gold, predicted),
     }
 
 
-def _mean(values: Sequence[float]) -> float:
+def mean(values: Sequence[float]) -> float:
+    """The arithmetic mean (0.0 of no values)."""
     return math.fsum(values) / len(values) if values else 0.0
 
 
@@ -115,7 +113,7 @@ def classification_report(
     else:
         report["micro avg"] = {**prf(correct, support, predicted), "support": support}
     report["macro avg"] = {
-        **{key: _mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
+        **{key: mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
         "support": support,
     }
     report["weighted avg"] = {
@@ -277,7 +275,7 @@ def _attribute_label(token: tuple[int, int], entities: Sequence[Mapping[str, Any
         if overlap > best_overlap:
             best, best_overlap = entity, overlap
     if best is None or best.get(key) in (None, ""):
-        return NO_ENTITY_TAG
+        return OUTSIDE_TAG
     return str(best[key])
 
 
@@ -289,61 +287,12 @@ def token_labels(
     labels = []
     for token in tokens:
         parts = [_attribute_label(token, entities, key) for key in ("entity", "group", "role")]
-        parts = [part for part in parts if part != NO_ENTITY_TAG]
-        labels.append("#".join(parts) if parts else NO_ENTITY)
+        parts = [part for part in parts if part != OUTSIDE_TAG]
+        labels.append("#".join(parts) if parts else NO_ENTITY_LABEL)
     return labels
 
 
 # --- spans -------------------------------------------------------------------------------------
-_PREFIXES = {"B": "B", "I": "I", "L": "E", "E": "E", "U": "S", "S": "S"}
-
-
-def _split_tag(tag: str) -> tuple[str, str]:
-    if tag in (NO_ENTITY_TAG, NO_ENTITY, ""):
-        return "O", ""
-    if len(tag) > 2 and tag[1] == "-" and tag[0] in _PREFIXES:
-        return _PREFIXES[tag[0]], tag[2:]
-    return "I", tag  # IO tags: a plain type name is inside an entity of that type
-
-
-def _chunk_ends(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
-    return (
-        prev_tag in ("E", "S")
-        or (prev_tag in ("B", "I") and tag in ("B", "S", "O"))
-        or (prev_tag != "O" and prev_type != type_)
-    )
-
-
-def _chunk_starts(prev_tag: str, tag: str, prev_type: str, type_: str) -> bool:
-    return (
-        tag in ("B", "S")
-        or (prev_tag in ("E", "S", "O") and tag in ("E", "I"))
-        or (tag != "O" and prev_type != type_)
-    )
-
-
-def conlleval_spans(tags: Sequence[str]) -> list[tuple[str, int, int]]:
-    """Entity chunks ``(type, first_token, last_token)`` read from tags by conlleval's rules.
-
-    Accepts BIO (``B-x``, ``I-x``), BILOU (``L-x``, ``U-x``), IOBES (``E-x``, ``S-x``) and IO tags
-    (a plain type name, as Rasa writes without BILOU); ``O`` and ``no_entity`` are outside. As in
-    conlleval, an ``I-``/``L-`` after ``O`` or after another type starts a chunk, a type change
-    ends one, and ``B-``/``U-`` always start one.
-    """
-    chunks: list[tuple[str, int, int]] = []
-    start: int | None = None
-    prev_tag, prev_type = "O", ""
-    for i, raw in enumerate([*tags, NO_ENTITY_TAG]):
-        tag, type_ = _split_tag(raw)
-        if start is not None and _chunk_ends(prev_tag, tag, prev_type, type_):
-            chunks.append((prev_type, start, i - 1))
-            start = None
-        if _chunk_starts(prev_tag, tag, prev_type, type_):
-            start = i
-        prev_tag, prev_type = tag, type_
-    return chunks
-
-
 def entity_spans(entities: Iterable[Mapping[str, Any]]) -> list[Span]:
     """``(type, start, end)`` of each entity dict."""
     return [(str(e["entity"]), int(e["start"]), int(e["end"])) for e in entities]
@@ -420,7 +369,7 @@ def span_report(
     }
     rows = [report[label] for label in sorted(gold_counts)]
     report["macro avg"] = {
-        **{key: _mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
+        **{key: mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
         "support": total_gold,
     }
     return report
@@ -497,10 +446,10 @@ def evaluate_entities(
                "predicted_entities": [dict(e) for e in predicted]}
         same = sorted(map(_entity_key, gold.entities)) == sorted(map(_entity_key, predicted))
         (successes if same else errors).append(row)
-    gold_labels = sorted(set(targets) - {NO_ENTITY})
+    gold_labels = sorted(set(targets) - {NO_ENTITY_LABEL})
     report = classification_report(targets, predictions, gold_labels) if gold_labels else {}
     labels, matrix = confusion_matrix(targets, predictions)
-    add_confused_with(report, labels, matrix, exclude=[NO_ENTITY])
+    add_confused_with(report, labels, matrix, exclude=[NO_ENTITY_LABEL])
     report[SPAN_EXACT] = span_report(gold_spans, predicted_spans, "exact")
     report[SPAN_OVERLAP] = span_report(gold_spans, predicted_spans, "overlap")
     return EntityEvaluation(
@@ -583,158 +532,3 @@ def evaluate(
     }
     return Evaluation(num_examples=len(golds), intent=evaluate_intents(golds, results),
                       entities=entities)
-
-
-# --- cross-validation --------------------------------------------------------------------------
-def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
-    """The numeric headline metrics of a summary as ``{"intent accuracy": x, ...}``."""
-    flat: dict[str, float] = {}
-    intent = summary.get("intent")
-    if intent:
-        for key in ("accuracy", "macro_f1", "weighted_f1", "macro_precision", "macro_recall"):
-            flat[f"intent {key}"] = float(intent[key])
-    for name, scores in (summary.get("entities") or {}).items():
-        for key in ("token_micro_f1", "exact_f1", "exact_precision", "exact_recall", "overlap_f1"):
-            flat[f"{name} {key}"] = float(scores[key])
-    return flat
-
-
-def aggregate_folds(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """``{metric: {"mean", "std", "folds"}}`` over per-fold summaries (population std)."""
-    per_metric: dict[str, list[float]] = defaultdict(list)
-    for summary in summaries:
-        for key, value in flat_metrics(summary).items():
-            per_metric[key].append(value)
-    stats = {}
-    for key, values in per_metric.items():
-        mean = _mean(values)
-        std = math.sqrt(_mean([(v - mean) ** 2 for v in values]))
-        stats[key] = {"mean": mean, "std": std, "folds": values}
-    return stats
-
-
-# --- terminal text -----------------------------------------------------------------------------
-def format_summary(summary: Mapping[str, Any]) -> str:
-    """A few lines for the terminal."""
-    lines = []
-    intent = summary.get("intent")
-    if intent:
-        lines.append(
-            f"Intents: accuracy {intent['accuracy']:.4f}, macro F1 {intent['macro_f1']:.4f}, "
-            f"weighted F1 {intent['weighted_f1']:.4f} ({intent['num_examples']} examples, "
-            f"{intent['num_errors']} errors)"
-        )
-    for name, scores in (summary.get("entities") or {}).items():
-        lines.append(
-            f"Entities ({name}): exact F1 {scores['exact_f1']:.4f} "
-            f"(P {scores['exact_precision']:.4f}, R {scores['exact_recall']:.4f}), "
-            f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
-            f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
-        )
-    if not lines:
-        lines.append("Nothing to evaluate: the data has no intents and no entities.")
-    return "\n".join(lines)
-
-
-def format_folds(stats: Mapping[str, Mapping[str, Any]]) -> str:
-    """``metric: mean ± std`` lines."""
-    width = max((len(k) for k in stats), default=0)
-    return "\n".join(
-        f"  {key:<{width}}  {value['mean']:.4f} ± {value['std']:.4f}" for key, value in stats.items()
-    )
-
-
-# --- files -------------------------------------------------------------------------------------
-def _dump(path: Path, payload: Any) -> None:
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-def write_reports(
-    evaluation: Evaluation,
-    out: str | Path,
-    *,
-    errors: bool = True,
-    successes: bool = False,
-    plot: bool = True,
-    html: bool = True,
-    info: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Write the report files into ``out`` and return the summary written to ``summary.json``.
-
-    Files: ``intent_report.json``, ``intent_errors.json`` (unless ``errors`` is False),
-    ``intent_successes.json`` (with ``successes``), ``<Extractor>_report.json`` /
-    ``_errors.json`` / ``_successes.json``, ``summary.json``; with ``plot`` (needs matplotlib)
-    ``intent_confusion_matrix.png``, ``intent_histogram.png``, ``<Extractor>_confusion_matrix.png``
-    and ``<Extractor>_histogram.png``; with ``html`` ``index.html``. ``info`` (model, data,
-    timings, cross-validation...) is merged into the summary.
-    """
-    start = time.perf_counter()
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
-    intent = evaluation.intent
-    if intent is not None:
-        _dump(folder / "intent_report.json", intent.report)
-        written.append("intent_report.json")
-        if errors:
-            _dump(folder / "intent_errors.json", intent.errors)
-            written.append("intent_errors.json")
-        if successes:
-            _dump(folder / "intent_successes.json", intent.successes)
-            written.append("intent_successes.json")
-    for name, entity in evaluation.entities.items():
-        _dump(folder / f"{name}_report.json", entity.report)
-        written.append(f"{name}_report.json")
-        if errors:
-            _dump(folder / f"{name}_errors.json", entity.errors)
-            written.append(f"{name}_errors.json")
-        if successes:
-            _dump(folder / f"{name}_successes.json", entity.successes)
-            written.append(f"{name}_successes.json")
-
-    images: list[tuple[str, Path]] = []
-    notices: list[str] = []
-    if plot:
-        from nlu_engine.reporting import plots
-
-        if not plots.available():
-            notices.append("plots skipped: matplotlib is not installed (pip install 'nlu-engine[plot]')")
-        else:
-            images = _plot_all(evaluation, folder)
-            written.extend(path.name for _, path in images)
-
-    summary = {**evaluation.summary(), **dict(info or {})}
-    summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
-    if notices:
-        summary["notices"] = notices
-    if html:
-        from nlu_engine.reporting.html import write_html_report
-
-        write_html_report(folder / "index.html", evaluation, summary, images)
-    summary.setdefault("timings", {})["report_seconds"] = round(time.perf_counter() - start, 3)
-    _dump(folder / "summary.json", summary)
-    return summary
-
-
-def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
-    from nlu_engine.reporting import plots
-
-    images: list[tuple[str, Path]] = []
-    intent = evaluation.intent
-    if intent is not None:
-        images.append(("Intent confusion matrix", plots.plot_confusion_matrix(
-            intent.labels, intent.matrix, folder / "intent_confusion_matrix.png",
-            title="Intent confusion matrix", axis_name="intent")))
-        images.append(("Intent prediction confidence", plots.plot_confidence_histogram(
-            intent.correct_confidences, intent.wrong_confidences, folder / "intent_histogram.png",
-            title="Intent prediction confidence")))
-    for name, entity in evaluation.entities.items():
-        if entity.labels:
-            images.append((f"{name}: token confusion matrix", plots.plot_confusion_matrix(
-                entity.labels, entity.matrix, folder / f"{name}_confusion_matrix.png",
-                title=f"{name}: entity confusion matrix (tokens)", axis_name="entity")))
-        if entity.correct_confidences or entity.wrong_confidences:
-            images.append((f"{name}: entity confidence", plots.plot_confidence_histogram(
-                entity.correct_confidences, entity.wrong_confidences,
-                folder / f"{name}_histogram.png", title=f"{name}: entity confidence")))
-    return images

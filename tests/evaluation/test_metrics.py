@@ -1,20 +1,16 @@
-"""Metrics of nlu_engine.evaluation against hand-computed cases (and scikit-learn where it applies)."""
+"""Metrics of nlu_engine.evaluation.metrics against hand-computed cases (and scikit-learn)."""
 
-import json
 import random
 
 import pytest
 
-from nlu_engine.evaluation import (
-    NO_ENTITY,
+from nlu_engine.evaluation.metrics import (
     SPAN_EXACT,
     SPAN_OVERLAP,
     add_confused_with,
-    aggregate_folds,
     chunk_report,
     classification_report,
     confusion_matrix,
-    conlleval_spans,
     evaluate,
     evaluate_entities,
     evaluate_intents,
@@ -22,9 +18,9 @@ from nlu_engine.evaluation import (
     overlap_matching,
     span_report,
     token_labels,
-    write_reports,
 )
 from nlu_engine.message import Message
+from nlu_engine.training_data.bilou import NO_ENTITY_LABEL
 
 
 def ent(entity, start, end, text=None, extractor="X", **extra):
@@ -140,32 +136,6 @@ def test_no_gold_intents_means_no_intent_evaluation():
 
 
 # --- conlleval chunks -----------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("tags", "chunks"),
-    [
-        # BIO
-        (["B-a", "I-a", "O", "B-b"], [("a", 0, 1), ("b", 3, 3)]),
-        (["B-a", "B-a"], [("a", 0, 0), ("a", 1, 1)]),
-        (["O", "I-a", "I-a"], [("a", 1, 2)]),  # I- after O starts a chunk
-        (["B-a", "I-b", "I-b"], [("a", 0, 0), ("b", 1, 2)]),  # a type change splits
-        # BILOU
-        (["U-a", "U-a"], [("a", 0, 0), ("a", 1, 1)]),
-        (["B-a", "I-a", "L-a", "U-b", "O"], [("a", 0, 2), ("b", 3, 3)]),
-        (["B-a", "L-a", "B-a", "L-a"], [("a", 0, 1), ("a", 2, 3)]),
-        (["L-a", "O"], [("a", 0, 0)]),
-        (["B-a", "O", "L-a"], [("a", 0, 0), ("a", 2, 2)]),
-        (["I-a", "L-a", "I-a"], [("a", 0, 1), ("a", 2, 2)]),  # a chunk after L- starts anew
-        # IO (plain type names) and Rasa's no_entity
-        (["city", "city", "O", "date", "time", "time"], [("city", 0, 1), ("date", 3, 3), ("time", 4, 5)]),
-        (["no_entity", "city", "no_entity"], [("city", 1, 1)]),
-        ([], []),
-        (["O", "O"], []),
-    ],
-)
-def test_conlleval_chunks(tags, chunks):
-    assert conlleval_spans(tags) == chunks
-
-
 def test_chunk_report_by_hand():
     gold = [["B-a", "L-a", "O", "U-b"], ["U-a", "O"]]
     predicted = [["B-a", "L-a", "O", "O"], ["B-a", "L-a"]]
@@ -245,8 +215,8 @@ def test_token_labels_take_the_most_overlapping_entity_with_role_and_group():
         {"entity": "city", "start": 10, "end": 13, "group": "1"},  # covers part of token 2
         {"entity": "misc", "start": 13, "end": 20},  # more of token 2, and 1 char of token 3
     ]
-    assert token_labels(tokens, entities) == [NO_ENTITY, "city#from", "misc", "misc"]
-    assert token_labels(tokens, []) == [NO_ENTITY] * 4
+    assert token_labels(tokens, entities) == [NO_ENTITY_LABEL, "city#from", "misc", "misc"]
+    assert token_labels(tokens, []) == [NO_ENTITY_LABEL] * 4
 
 
 def test_entity_evaluation_token_exact_and_overlap():
@@ -303,25 +273,8 @@ def test_tokens_fall_back_to_whitespace_without_text_tokens():
 
 
 # --- whole evaluation -----------------------------------------------------------------------------
-def make_case():
-    texts = ["book paris", "hello", "book rome now", "bye"]
-    golds = [
-        Message(texts[0], intent="book", entities=[ent("city", 5, 10, texts[0])]),
-        Message(texts[1], intent="greet"),
-        Message(texts[2], intent="book", entities=[ent("city", 5, 9, texts[2])]),
-        Message(texts[3], intent="bye"),
-    ]
-    results = [
-        parse_result(texts[0], "book", 0.8, [ent("city", 5, 10, texts[0], "DIETClassifier")]),
-        parse_result(texts[1], "greet", 0.95),
-        parse_result(texts[2], "greet", 0.55, [ent("city", 5, 13, texts[2], "DIETClassifier")]),
-        parse_result(texts[3], "bye", 0.7, [ent("date", 0, 3, texts[3], "DucklingEntityExtractor")]),
-    ]
-    return golds, results
-
-
-def test_evaluate_groups_by_extractor_and_skips_pretrained_ones():
-    golds, results = make_case()
+def test_evaluate_groups_by_extractor_and_skips_pretrained_ones(booking_case):
+    golds, results = booking_case
     evaluation = evaluate(golds, results)
     assert list(evaluation.entities) == ["DIETClassifier"]
     summary = evaluation.summary()
@@ -335,41 +288,3 @@ def test_evaluate_groups_by_extractor_and_skips_pretrained_ones():
     assert crf["exact_recall"] == 0.0 and crf["num_predicted"] == 0
     with pytest.raises(ValueError):
         evaluate(golds, results[:2])
-
-
-def test_aggregate_folds_mean_and_population_std():
-    summaries = [{"intent": {"accuracy": a, "macro_f1": a, "weighted_f1": a, "macro_precision": a,
-                             "macro_recall": a}, "entities": {}} for a in (0.8, 0.9, 1.0)]
-    stats = aggregate_folds(summaries)
-    assert stats["intent accuracy"]["mean"] == pytest.approx(0.9)
-    assert stats["intent accuracy"]["std"] == pytest.approx((0.02 / 3) ** 0.5)
-    assert stats["intent accuracy"]["folds"] == [0.8, 0.9, 1.0]
-
-
-def test_write_reports_files_without_plots(tmp_path):
-    golds, results = make_case()
-    summary = write_reports(evaluate(golds, results), tmp_path, successes=True, plot=False,
-                            info={"model": "m.tar.gz"})
-    names = {p.name for p in tmp_path.iterdir()}
-    assert names == {"intent_report.json", "intent_errors.json", "intent_successes.json",
-                     "DIETClassifier_report.json", "DIETClassifier_errors.json",
-                     "DIETClassifier_successes.json", "summary.json", "index.html"}
-    errors = json.loads((tmp_path / "intent_errors.json").read_text())
-    assert errors == [{"text": "book rome now", "intent": "book",
-                       "intent_prediction": {"name": "greet", "confidence": 0.55}}]
-    report = json.loads((tmp_path / "DIETClassifier_report.json").read_text())
-    assert report["span_overlap"]["micro avg"]["f1-score"] == 1.0
-    assert report["city"]["support"] == 2  # token level: "paris" and "rome"
-    on_disk = json.loads((tmp_path / "summary.json").read_text())
-    assert on_disk["model"] == "m.tar.gz" and on_disk["intent"] == summary["intent"]
-    assert "report_seconds" in on_disk["timings"]
-
-
-def test_write_reports_plots(tmp_path):
-    pytest.importorskip("matplotlib")
-    golds, results = make_case()
-    write_reports(evaluate(golds, results), tmp_path, html=False)
-    for name in ("intent_confusion_matrix.png", "intent_histogram.png",
-                 "DIETClassifier_confusion_matrix.png"):
-        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert not (tmp_path / "index.html").exists()

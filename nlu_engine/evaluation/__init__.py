@@ -1,0 +1,89 @@
+"""Evaluation: how well a trained pipeline parses held-out data, as ``nlu-engine test`` reports it.
+
+- ``metrics``: intent and entity scores of parse results against gold messages (pure functions).
+- ``experiments``: train and score configs: one model, cross-validation, config comparison.
+- ``reports``: Rasa's result files, ``summary.json``, the terminal lines; with ``html`` (the
+  ``index.html`` page) and ``plots`` (PNG plots, when matplotlib is installed).
+
+The names most callers need are importable from here.
+"""
+
+from nlu_engine.evaluation.experiments import (
+    Comparison,
+    CrossValidation,
+    Progress,
+    RunResult,
+    aggregate_folds,
+    compare_configs,
+    comparison_point,
+    cross_validate,
+    cross_validation_fold,
+    evaluate_model,
+    flat_metrics,
+    train_and_evaluate,
+)
+from nlu_engine.evaluation.metrics import (
+    AVERAGES,
+    SPAN_EXACT,
+    SPAN_OVERLAP,
+    EntityEvaluation,
+    Evaluation,
+    IntentEvaluation,
+    add_confused_with,
+    chunk_report,
+    classification_report,
+    confusion_matrix,
+    evaluate,
+    evaluate_entities,
+    evaluate_intents,
+    extractors_in,
+    most_confused_pairs,
+    overlap_matching,
+    span_report,
+    token_labels,
+)
+from nlu_engine.evaluation.reports import (
+    format_comparison,
+    format_folds,
+    format_summary,
+    write_comparison,
+    write_reports,
+)
+
+__all__ = [
+    "AVERAGES",
+    "SPAN_EXACT",
+    "SPAN_OVERLAP",
+    "Comparison",
+    "CrossValidation",
+    "EntityEvaluation",
+    "Evaluation",
+    "IntentEvaluation",
+    "Progress",
+    "RunResult",
+    "add_confused_with",
+    "aggregate_folds",
+    "chunk_report",
+    "classification_report",
+    "compare_configs",
+    "comparison_point",
+    "confusion_matrix",
+    "cross_validate",
+    "cross_validation_fold",
+    "evaluate",
+    "evaluate_entities",
+    "evaluate_intents",
+    "evaluate_model",
+    "extractors_in",
+    "flat_metrics",
+    "format_comparison",
+    "format_folds",
+    "format_summary",
+    "most_confused_pairs",
+    "overlap_matching",
+    "span_report",
+    "token_labels",
+    "train_and_evaluate",
+    "write_comparison",
+    "write_reports",
+]

@@ -1,0 +1,468 @@
+"""Experiments behind ``nlu-engine test``: score a model, cross-validate a config, compare configs.
+
+Each experiment is made of units that a caller can run one at a time, in any process:
+``train_and_evaluate`` trains a config on one part of the data and scores it on another;
+``cross_validation_fold`` and ``comparison_point`` do that for one fold, or one run and
+percentage, from nothing but the data, the config and the seed, so that a distributed runner
+can hand them out. ``cross_validate`` and ``compare_configs`` run the units in turn and
+aggregate their scores.
+
+Seeds: an experiment's ``seed`` splits the data (``nlu_engine.training_data.split``); the
+models train with the seeds of their configs (each component's ``random_seed``).
+
+The model (and with it TensorFlow) is imported only when something is trained or parsed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from nlu_engine.errors import DataError
+from nlu_engine.evaluation.metrics import Evaluation, evaluate, extractors_in, mean
+from nlu_engine.message import Message
+from nlu_engine.training_data.split import stratified_folds, train_test_split
+from nlu_engine.training_data.training_data import TrainingData
+
+#: a config as ``train`` takes it: a file, a parsed dict, or None for the default pipeline
+ConfigSource = str | Path | dict[str, Any] | None
+COMPARISON_TRAINING_FRACTION = 0.8
+INTENT_CURVES = ("intent_macro_f1", "intent_accuracy", "intent_weighted_f1")
+
+
+class Progress(Protocol):
+    """What an experiment reports while it runs; the CLI draws progress bars with it."""
+
+    def begin(self, total: int, unit: str, desc: str) -> None:
+        """``total`` units (folds, models) are about to run."""
+
+    def status(self, text: str) -> None:
+        """What runs now."""
+
+    def parsed(self, done: int, total: int, desc: str) -> None:
+        """``done`` of ``total`` test messages are parsed (called with 0 before the first batch)."""
+
+    def advance(self, note: str = "") -> None:
+        """One unit finished; ``note``, when given, is a line worth keeping."""
+
+    def end(self) -> None:
+        """The experiment is over (also after an error)."""
+
+
+class Quiet:
+    """The ``Progress`` that reports nothing: the default."""
+
+    def begin(self, total: int, unit: str, desc: str) -> None:
+        pass
+
+    def status(self, text: str) -> None:
+        pass
+
+    def parsed(self, done: int, total: int, desc: str) -> None:
+        pass
+
+    def advance(self, note: str = "") -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+# --- one model ---------------------------------------------------------------------------------
+def fresh_copy(data: TrainingData) -> TrainingData:
+    """A copy of the training data whose messages training may annotate freely.
+
+    Folds and splits share Message objects; training adds tokens and features to them in place.
+    """
+    messages = [
+        dataclasses.replace(m, entities=[dict(e) for e in m.entities], tokens={}, features=[],
+                            extra={}, intent_ranking=list(m.intent_ranking))
+        for m in data.messages
+    ]
+    return data.with_messages(messages)
+
+
+def pipeline_extractors(model: Any) -> list[str]:
+    """Names of the model's components that extract entities."""
+    names = []
+    for component in model.pipeline.components:
+        if "entities" in getattr(component, "provides", ()) and getattr(
+            component, "entity_recognition", True
+        ):
+            names.append(component.component_name())
+    return names
+
+
+def parse_all(
+    model: Any,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 256,
+    progress: Progress | None = None,
+    desc: str = "parsing",
+) -> list[dict[str, Any]]:
+    """Parse results of ``texts`` in order, reporting progress after each batch."""
+    progress = progress or Quiet()
+    results: list[dict[str, Any]] = []
+    progress.parsed(0, len(texts), desc)
+    for i in range(0, len(texts), batch_size):
+        batch = list(texts[i : i + batch_size])
+        results.extend(model.parse_batch(batch, batch_size=batch_size))
+        progress.parsed(len(results), len(texts), desc)
+    return results
+
+
+def evaluate_model(
+    model: Any,
+    messages: Sequence[Message],
+    *,
+    progress: Progress | None = None,
+    desc: str = "parsing",
+) -> tuple[Evaluation, list[dict[str, Any]], float]:
+    """Parse the gold messages' texts and score the results: ``(evaluation, results, seconds)``.
+
+    The entity extractors reported are the model's and any other found in the results.
+    """
+    start = time.perf_counter()
+    results = parse_all(model, [m.text for m in messages], progress=progress, desc=desc)
+    seconds = time.perf_counter() - start
+    extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
+    return evaluate(messages, results, extractors), results, seconds
+
+
+@dataclass
+class RunResult:
+    """One config trained on one part of the data and scored on another."""
+
+    evaluation: Evaluation
+    golds: list[Message]
+    results: list[dict[str, Any]]
+    #: the entity extractors to report: the pipeline's and those found in the results
+    extractors: list[str]
+    num_train: int
+    train_seconds: float
+    parse_seconds: float
+
+
+def train_and_evaluate(
+    config: ConfigSource,
+    train_data: TrainingData,
+    test_messages: Sequence[Message],
+    *,
+    overrides: Sequence[str] = (),
+    progress: Progress | None = None,
+    label: str = "model",
+) -> RunResult:
+    """Train ``config`` (with ``overrides``) on a fresh copy of ``train_data``, parse the test
+    messages and score them. The archive lives in a temporary folder and is gone afterwards.
+    ``label`` names the run in progress messages."""
+    from nlu_engine.config import load_config
+    from nlu_engine.model import Model, custom_components, train
+
+    progress = progress or Quiet()
+    # the config is the user's own: the archive trained from it may load its custom components
+    allowed = custom_components(load_config(config, list(overrides)))
+    with tempfile.TemporaryDirectory(prefix="nlu-experiment-") as tmp:
+        progress.status(f"{label}: training on {len(train_data.messages)}")
+        start = time.perf_counter()
+        archive = train(config, fresh_copy(train_data), out=tmp, fixed_model_name="model",
+                        overrides=list(overrides), log=None)
+        train_seconds = time.perf_counter() - start
+        progress.status(f"{label}: parsing {len(test_messages)}")
+        model = Model.load(archive, allowed)
+        evaluation, results, parse_seconds = evaluate_model(
+            model, test_messages, progress=progress, desc=f"{label} parsing"
+        )
+        extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
+    return RunResult(
+        evaluation=evaluation, golds=list(test_messages), results=results,
+        extractors=sorted(extractors), num_train=len(train_data.messages),
+        train_seconds=train_seconds, parse_seconds=parse_seconds,
+    )
+
+
+def check_configs(configs: Sequence[ConfigSource], overrides: Sequence[str] = ()) -> None:
+    """Raise the config's error now, before anything trains."""
+    from nlu_engine.config import load_config
+
+    for config in configs:
+        load_config(config, list(overrides))
+
+
+# --- cross-validation --------------------------------------------------------------------------
+def cross_validation_folds(
+    data: TrainingData, folds: int, seed: int
+) -> list[tuple[TrainingData, TrainingData]]:
+    """The ``(train, test)`` pairs of ``stratified_folds``; too little data is a ``DataError``."""
+    try:
+        return stratified_folds(data, folds, seed)
+    except ValueError as error:
+        raise DataError(str(error)) from None
+
+
+def cross_validation_fold(
+    config: ConfigSource,
+    data: TrainingData,
+    *,
+    folds: int,
+    fold: int,
+    seed: int,
+    overrides: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> RunResult:
+    """Train on every fold of ``cross_validation_folds(data, folds, seed)`` but ``fold``
+    (0-based) and score on that one."""
+    train_part, test_part = cross_validation_folds(data, folds, seed)[fold]
+    return train_and_evaluate(config, train_part, test_part.messages, overrides=overrides,
+                              progress=progress, label=f"fold {fold + 1}")
+
+
+def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
+    """The numeric headline metrics of a summary as ``{"intent accuracy": x, ...}``."""
+    flat: dict[str, float] = {}
+    intent = summary.get("intent")
+    if intent:
+        for key in ("accuracy", "macro_f1", "weighted_f1", "macro_precision", "macro_recall"):
+            flat[f"intent {key}"] = float(intent[key])
+    for name, scores in (summary.get("entities") or {}).items():
+        for key in ("token_micro_f1", "exact_f1", "exact_precision", "exact_recall", "overlap_f1"):
+            flat[f"{name} {key}"] = float(scores[key])
+    return flat
+
+
+def aggregate_folds(summaries: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{metric: {"mean", "std", "folds"}}`` over per-fold summaries (population std)."""
+    per_metric: dict[str, list[float]] = defaultdict(list)
+    for summary in summaries:
+        for key, value in flat_metrics(summary).items():
+            per_metric[key].append(value)
+    stats = {}
+    for key, values in per_metric.items():
+        average = mean(values)
+        std = math.sqrt(mean([(v - average) ** 2 for v in values]))
+        stats[key] = {"mean": average, "std": std, "folds": values}
+    return stats
+
+
+@dataclass
+class CrossValidation:
+    """The result of ``cross_validate``."""
+
+    #: the held-out predictions of all folds scored together
+    evaluation: Evaluation
+    fold_summaries: list[dict[str, Any]]
+    #: ``aggregate_folds`` of the fold summaries
+    metrics: dict[str, dict[str, Any]]
+    train_seconds: float
+    parse_seconds: float
+
+
+def cross_validate(
+    config: ConfigSource,
+    data: TrainingData,
+    *,
+    folds: int = 5,
+    seed: int = 42,
+    overrides: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> CrossValidation:
+    """Train and score ``config`` on each of ``folds`` stratified folds split with ``seed``."""
+    check_configs([config], overrides)
+    cross_validation_folds(data, folds, seed)  # too little data fails before anything trains
+    # each fold splits the data again from the seed, as a worker given only the data would
+    progress = progress or Quiet()
+    golds: list[Message] = []
+    results: list[dict[str, Any]] = []
+    summaries: list[dict[str, Any]] = []
+    extractors: set[str] = set()
+    train_seconds = parse_seconds = 0.0
+    progress.begin(folds, "fold", "cross-validation")
+    try:
+        for fold in range(folds):
+            run = cross_validation_fold(config, data, folds=folds, fold=fold, seed=seed,
+                                        overrides=overrides, progress=progress)
+            train_seconds += run.train_seconds
+            parse_seconds += run.parse_seconds
+            extractors.update(run.extractors)
+            summaries.append(run.evaluation.summary())
+            golds.extend(run.golds)
+            results.extend(run.results)
+            intent = summaries[-1].get("intent")
+            score = f": intent accuracy {intent['accuracy']:.4f}" if intent else ""
+            progress.advance(f"fold {fold + 1}/{folds}{score}")
+    finally:
+        progress.end()
+    return CrossValidation(
+        evaluation=evaluate(golds, results, extractors), fold_summaries=summaries,
+        metrics=aggregate_folds(summaries), train_seconds=train_seconds,
+        parse_seconds=parse_seconds,
+    )
+
+
+# --- pipeline comparison -----------------------------------------------------------------------
+def config_names(paths: Sequence[str]) -> list[str]:
+    """Short unique names: the file stem, the path when stems clash, a counter for repeats."""
+    stems = [Path(p).name.removesuffix(".yml").removesuffix(".yaml") for p in paths]
+    names = [stem if stems.count(stem) == 1 else str(p) for stem, p in zip(stems, paths, strict=True)]
+    unique: list[str] = []
+    for name in names:
+        candidate, k = name, 1
+        while candidate in unique:
+            k += 1
+            candidate = f"{name} #{k}"
+        unique.append(candidate)
+    return unique
+
+
+def comparison_split(
+    data: TrainingData, seed: int, percent: float
+) -> tuple[TrainingData, TrainingData]:
+    """A run's stratified 80/20 split with ``seed``, with ``percent`` of the training part
+    removed (stratified, same seed); too little data is a ``DataError``."""
+    try:
+        train_all, test_part = train_test_split(data, COMPARISON_TRAINING_FRACTION, seed)
+    except ValueError as error:
+        raise DataError(str(error)) from None
+    if not test_part.messages:
+        raise DataError("too few examples for an 80/20 split")
+    if percent == 0:
+        return train_all, test_part
+    return train_test_split(train_all, 1 - percent / 100, seed)[0], test_part
+
+
+def comparison_point(
+    config: ConfigSource,
+    data: TrainingData,
+    *,
+    seed: int,
+    percent: float,
+    overrides: Sequence[str] = (),
+    progress: Progress | None = None,
+    label: str = "model",
+) -> RunResult:
+    """Train on ``comparison_split(data, seed, percent)``'s training part, score on its test part."""
+    train_part, test_part = comparison_split(data, seed, percent)
+    return train_and_evaluate(config, train_part, test_part.messages, overrides=overrides,
+                              progress=progress, label=label)
+
+
+@dataclass
+class Comparison:
+    """The result of ``compare_configs``: per config, F1 curves over runs × percentages."""
+
+    configs: list[str]
+    overrides: list[str]
+    runs: int
+    random_seed: int
+    percentages: list[float]
+    #: per run, the number of training examples at each percentage
+    num_examples: list[list[int]]
+    num_test_examples: list[int]
+    #: per config name: ``config`` and runs × percentages lists of scores (see ``comparison_results``)
+    results: dict[str, dict[str, Any]]
+    seconds: float
+
+    def to_json(self, data: Sequence[str]) -> dict[str, Any]:
+        """``comparison.json``'s content; ``data`` names the data files."""
+        return {
+            "configs": self.configs, "overrides": self.overrides, "data": list(data),
+            "runs": self.runs, "random_seed": self.random_seed, "percentages": self.percentages,
+            "num_examples": self.num_examples, "num_test_examples": self.num_test_examples,
+            "results": self.results, "seconds": self.seconds,
+        }
+
+
+def compare_configs(
+    configs: Sequence[str | Path],
+    data: TrainingData,
+    *,
+    runs: int = 3,
+    percentages: Sequence[float] = (0, 25, 50, 75),
+    seed: int = 42,
+    overrides: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> Comparison:
+    """Per run ``r`` (split seed ``seed + r``) and percentage removed, train and score each config."""
+    if not configs:
+        raise ValueError("no configs to compare")
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1 (got {runs})")
+    if not all(0 <= p < 100 for p in percentages):
+        raise ValueError(f"percentages must be in [0, 100) (got {list(percentages)})")
+    points = [int(p) if float(p).is_integer() else p for p in percentages] or [0]
+    check_configs(configs, overrides)
+    names = config_names([str(c) for c in configs])
+    progress = progress or Quiet()
+    summaries: dict[tuple[int, int, str], dict[str, Any]] = {}
+    num_examples: list[list[int]] = []
+    num_test: list[int] = []
+    start = time.perf_counter()
+    progress.begin(runs * len(points) * len(names), "model", "comparison")
+    try:
+        for run in range(runs):
+            sizes = []
+            for pi, percent in enumerate(points):
+                for name, config in zip(names, configs, strict=True):
+                    point = comparison_point(
+                        config, data, seed=seed + run, percent=percent, overrides=overrides,
+                        progress=progress, label=f"run {run + 1}, {percent}% removed, {name}",
+                    )
+                    summaries[run, pi, name] = point.evaluation.summary()
+                    progress.advance()
+                sizes.append(point.num_train)
+            num_examples.append(sizes)
+            num_test.append(len(point.golds))
+    finally:
+        progress.end()
+    return Comparison(
+        configs=names, overrides=list(overrides), runs=runs, random_seed=seed, percentages=points,
+        num_examples=num_examples, num_test_examples=num_test,
+        results=comparison_results(names, [str(c) for c in configs], summaries, runs, len(points)),
+        seconds=round(time.perf_counter() - start, 1),
+    )
+
+
+def comparison_results(
+    names: Sequence[str],
+    configs: Sequence[str],
+    summaries: Mapping[tuple[int, int, str], Mapping[str, Any]],
+    runs: int,
+    num_percentages: int,
+) -> dict[str, dict[str, Any]]:
+    """Per config name: its ``config``, the intent scores (``intent_macro_f1``,
+    ``intent_accuracy``, ``intent_weighted_f1``; empty when the data has no intents) and per
+    extractor ``exact_f1`` and ``overlap_f1``, each as runs × percentages (0.0 where a model
+    reported nothing). ``summaries`` are keyed by (run, percentage index, name)."""
+    has_intents = any(summary.get("intent") for summary in summaries.values())
+    results: dict[str, dict[str, Any]] = {}
+    for name, config in zip(names, configs, strict=True):
+        curves: dict[str, list[list[float]]] = {key: [] for key in INTENT_CURVES}
+        entities: dict[str, dict[str, list[list[float]]]] = {}
+        for run in range(runs):
+            for key in INTENT_CURVES:
+                curves[key].append([])
+            for pi in range(num_percentages):
+                summary = summaries[run, pi, name]
+                intent = summary.get("intent") or {}
+                for key in INTENT_CURVES:
+                    curves[key][run].append(intent.get(key.removeprefix("intent_"), 0.0))
+                for extractor, scores in summary["entities"].items():
+                    slot = entities.setdefault(extractor, {
+                        key: [[0.0] * num_percentages for _ in range(runs)]
+                        for key in ("exact_f1", "overlap_f1")
+                    })
+                    for key in ("exact_f1", "overlap_f1"):
+                        slot[key][run][pi] = scores[key]
+        results[name] = {
+            "config": config,
+            **{key: values if has_intents else [] for key, values in curves.items()},
+            "entities": entities,
+        }
+    return results

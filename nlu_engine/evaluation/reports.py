@@ -1,0 +1,187 @@
+"""The files and terminal lines of ``nlu-engine test``.
+
+``write_reports`` writes Rasa's result files of one evaluation (``intent_report.json``,
+``intent_errors.json``, ``<Extractor>_report.json``, ...), ``summary.json``, the PNG plots
+(``plots``; only when matplotlib is installed) and ``index.html`` (``html``).
+``write_comparison`` writes a pipeline comparison (``comparison.json``, ``comparison.png``,
+``index.html``). The ``format_*`` functions give the lines the CLI prints.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nlu_engine.evaluation import plots
+from nlu_engine.evaluation.html import write_comparison_html, write_html_report
+from nlu_engine.evaluation.metrics import Evaluation
+
+MATPLOTLIB_MISSING = "plots skipped: matplotlib is not installed"
+
+
+# --- terminal text -----------------------------------------------------------------------------
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """A few lines for the terminal."""
+    lines = []
+    intent = summary.get("intent")
+    if intent:
+        lines.append(
+            f"Intents: accuracy {intent['accuracy']:.4f}, macro F1 {intent['macro_f1']:.4f}, "
+            f"weighted F1 {intent['weighted_f1']:.4f} ({intent['num_examples']} examples, "
+            f"{intent['num_errors']} errors)"
+        )
+    for name, scores in (summary.get("entities") or {}).items():
+        lines.append(
+            f"Entities ({name}): exact F1 {scores['exact_f1']:.4f} "
+            f"(P {scores['exact_precision']:.4f}, R {scores['exact_recall']:.4f}), "
+            f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
+            f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
+        )
+    if not lines:
+        lines.append("Nothing to evaluate: the data has no intents and no entities.")
+    return "\n".join(lines)
+
+
+def format_folds(stats: Mapping[str, Mapping[str, Any]]) -> str:
+    """``metric: mean ± std`` lines."""
+    width = max((len(k) for k in stats), default=0)
+    return "\n".join(
+        f"  {key:<{width}}  {value['mean']:.4f} ± {value['std']:.4f}" for key, value in stats.items()
+    )
+
+
+# --- files -------------------------------------------------------------------------------------
+def _dump(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_reports(
+    evaluation: Evaluation,
+    out: str | Path,
+    *,
+    errors: bool = True,
+    successes: bool = False,
+    plot: bool = True,
+    html: bool = True,
+    info: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the report files into ``out`` and return the summary written to ``summary.json``.
+
+    Files: ``intent_report.json``, ``intent_errors.json`` (unless ``errors`` is False),
+    ``intent_successes.json`` (with ``successes``), ``<Extractor>_report.json`` /
+    ``_errors.json`` / ``_successes.json``, ``summary.json``; with ``plot`` (needs matplotlib)
+    ``intent_confusion_matrix.png``, ``intent_histogram.png``, ``<Extractor>_confusion_matrix.png``
+    and ``<Extractor>_histogram.png``; with ``html`` ``index.html``. ``info`` (model, data,
+    timings, cross-validation...) is merged into the summary.
+    """
+    start = time.perf_counter()
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+    intent = evaluation.intent
+    if intent is not None:
+        _dump(folder / "intent_report.json", intent.report)
+        written.append("intent_report.json")
+        if errors:
+            _dump(folder / "intent_errors.json", intent.errors)
+            written.append("intent_errors.json")
+        if successes:
+            _dump(folder / "intent_successes.json", intent.successes)
+            written.append("intent_successes.json")
+    for name, entity in evaluation.entities.items():
+        _dump(folder / f"{name}_report.json", entity.report)
+        written.append(f"{name}_report.json")
+        if errors:
+            _dump(folder / f"{name}_errors.json", entity.errors)
+            written.append(f"{name}_errors.json")
+        if successes:
+            _dump(folder / f"{name}_successes.json", entity.successes)
+            written.append(f"{name}_successes.json")
+
+    images: list[tuple[str, Path]] = []
+    notices: list[str] = []
+    if plot:
+        if not plots.available():
+            notices.append(f"{MATPLOTLIB_MISSING} (pip install 'nlu-engine[plot]')")
+        else:
+            images = _plot_all(evaluation, folder)
+            written.extend(path.name for _, path in images)
+
+    summary = {**evaluation.summary(), **dict(info or {})}
+    summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
+    if notices:
+        summary["notices"] = notices
+    if html:
+        write_html_report(folder / "index.html", evaluation, summary, images)
+    summary.setdefault("timings", {})["report_seconds"] = round(time.perf_counter() - start, 3)
+    _dump(folder / "summary.json", summary)
+    return summary
+
+
+def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
+    images: list[tuple[str, Path]] = []
+    intent = evaluation.intent
+    if intent is not None:
+        images.append(("Intent confusion matrix", plots.plot_confusion_matrix(
+            intent.labels, intent.matrix, folder / "intent_confusion_matrix.png",
+            title="Intent confusion matrix", axis_name="intent")))
+        images.append(("Intent prediction confidence", plots.plot_confidence_histogram(
+            intent.correct_confidences, intent.wrong_confidences, folder / "intent_histogram.png",
+            title="Intent prediction confidence")))
+    for name, entity in evaluation.entities.items():
+        if entity.labels:
+            images.append((f"{name}: token confusion matrix", plots.plot_confusion_matrix(
+                entity.labels, entity.matrix, folder / f"{name}_confusion_matrix.png",
+                title=f"{name}: entity confusion matrix (tokens)", axis_name="entity")))
+        if entity.correct_confidences or entity.wrong_confidences:
+            images.append((f"{name}: entity confidence", plots.plot_confidence_histogram(
+                entity.correct_confidences, entity.wrong_confidences,
+                folder / f"{name}_histogram.png", title=f"{name}: entity confidence")))
+    return images
+
+
+# --- pipeline comparison -----------------------------------------------------------------------
+def write_comparison(
+    comparison: Mapping[str, Any], out: str | Path, *, plot: bool = True
+) -> tuple[list[str], list[str]]:
+    """Write ``comparison.json``, ``index.html`` and (with ``plot``) ``comparison.png`` into
+    ``out``; returns the names of the files written and notices for the user."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "comparison.json").write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
+    files = ["comparison.json", "index.html"]
+    notices: list[str] = []
+    images = []
+    if plot:
+        if plots.available():
+            images.append(("F1 against training examples",
+                           plots.plot_comparison(comparison, folder / "comparison.png")))
+            files.append("comparison.png")
+        else:
+            notices.append(MATPLOTLIB_MISSING)
+    write_comparison_html(folder / "index.html", comparison, images)
+    return files, notices
+
+
+def format_comparison(comparison: Mapping[str, Any]) -> str:
+    """A table for the terminal: per config and metric, mean ± std per percentage removed."""
+    sizes = [round(statistics.fmean(c)) for c in zip(*comparison["num_examples"], strict=True)]
+    header = ["config", "metric"] + [
+        f"{p}% off ({n})" for p, n in zip(comparison["percentages"], sizes, strict=True)]
+    rows = []
+    for name, result in comparison["results"].items():
+        lines = [("intent macro F1", result["intent_macro_f1"])] if result["intent_macro_f1"] else []
+        lines += [(f"{ex} exact F1", s["exact_f1"]) for ex, s in result["entities"].items()]
+        for metric, values in lines:
+            rows.append([name, metric] + [
+                f"{statistics.fmean(c):.4f} ± {statistics.pstdev(c):.4f}"
+                for c in zip(*values, strict=True)])
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in [header, *rows]
+    )

@@ -1,1 +1,0 @@
-"""Plots and the HTML page of ``nlu-engine test`` (matplotlib is imported only when plotting)."""

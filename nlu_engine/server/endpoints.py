@@ -1,0 +1,164 @@
+"""The endpoints, each a plain async function of the request and the server's shared state.
+
+:func:`endpoint` adds what every endpoint shares: the token check (for protected ones) and the
+translation of errors into Rasa's error JSON, never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+
+from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
+from nlu_engine.errors import NLUError
+from nlu_engine.server.batching import NoModelError
+from nlu_engine.server.http import RequestError, check_text, error_response, json_response, read_json
+from nlu_engine.server.openapi import openapi_document
+from nlu_engine.server.state import ServerState, load_model
+
+logger = logging.getLogger("nlu_engine.server")
+
+Handler = Callable[[Request, ServerState], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def endpoint(protected: bool) -> Callable[[Handler], Endpoint]:
+    """Auth (when ``protected``) and the translation of errors into Rasa's error JSON."""
+
+    def wrap(function: Handler) -> Endpoint:
+        async def handler(request: Request) -> Response:
+            state: ServerState = request.app.state.nlu
+            try:
+                if protected and not state.auth.check(
+                    request.query_params.get("token"), request.headers.get("authorization")
+                ):
+                    raise RequestError(401, "User is not authenticated: pass ?token= or an "
+                                            "'Authorization: Bearer' header")
+                return await function(request, state)
+            except RequestError as error:
+                return error_response(error.status, error.message, error.reason)
+            except NoModelError:
+                return error_response(503, "no model is loaded; load one with PUT /model")
+            except Exception as error:  # a bug, not the client's fault: logged, not shown
+                logger.exception("internal error on %s %s", request.method, request.url.path)
+                return error_response(500, f"internal error ({type(error).__name__}); see the server log")
+
+        handler.__name__ = function.__name__
+        handler.__doc__ = function.__doc__
+        return handler
+
+    return wrap
+
+
+@endpoint(protected=False)
+async def hello(request: Request, state: ServerState) -> Response:
+    return PlainTextResponse(f"Hello from nlu_engine: {__version__}")
+
+
+@endpoint(protected=False)
+async def version(request: Request, state: ServerState) -> Response:
+    return json_response({"version": __version__, "minimum_compatible_version": MINIMUM_COMPATIBLE_VERSION})
+
+
+@endpoint(protected=False)
+async def health(request: Request, state: ServerState) -> Response:
+    loaded = state.model is not None
+    return json_response(
+        {"status": "ok" if loaded else "no model", "model_loaded": loaded}, 200 if loaded else 503
+    )
+
+
+@endpoint(protected=False)
+async def openapi(request: Request, state: ServerState) -> Response:
+    return json_response(openapi_document(state.max_text_chars, state.max_batch_texts))
+
+
+@endpoint(protected=True)
+async def status(request: Request, state: ServerState) -> Response:
+    model = state.require_model()
+    manifest = model.manifest
+    return json_response(
+        {
+            "model_file": model.path.name,
+            "model_id": model.model_id,
+            "num_active_training_jobs": 0,
+            "version": __version__,
+            "trained_at": manifest.get("trained_at"),
+            "pipeline": [step.get("name") for step in manifest.get("pipeline", [])],
+            "uptime_seconds": round(time.time() - state.started, 1),
+            "batching": {
+                "requests": state.batcher.requests,
+                "batches": state.batcher.batches,
+                "largest_batch": state.batcher.largest_batch,
+            },
+        }
+    )
+
+
+@endpoint(protected=True)
+async def parse(request: Request, state: ServerState) -> Response:
+    emulation = request.query_params.get("emulation_mode")
+    if emulation and emulation.lower() != "rasa":
+        raise RequestError(400, f"emulation_mode '{emulation[:50]}' is not supported; omit it")
+    state.require_model()
+    data = await read_json(request, state.max_body)
+    if not isinstance(data, dict):
+        raise RequestError(400, "request body must be a JSON object such as {\"text\": \"hello\"}")
+    if "text" not in data:
+        raise RequestError(400, "No text message defined in request body: send {\"text\": \"...\"}")
+    text = check_text(data["text"], "text", state.max_text_chars)
+    return json_response(await state.batcher.parse(text))
+
+
+@endpoint(protected=True)
+async def parse_batch(request: Request, state: ServerState) -> Response:
+    state.require_model()
+    data = await read_json(request, state.max_body)
+    texts = data.get("texts") if isinstance(data, dict) else data
+    if not isinstance(texts, list):
+        raise RequestError(400, "request body must be a JSON list of texts or {\"texts\": [...]}")
+    if len(texts) > state.max_batch_texts:
+        raise RequestError(413, f"{len(texts)} texts; the limit is {state.max_batch_texts} per request")
+    checked = [check_text(text, f"texts[{i}]", state.max_text_chars) for i, text in enumerate(texts)]
+    return json_response(await state.batcher.parse_many(checked))
+
+
+@endpoint(protected=True)
+async def replace_model(request: Request, state: ServerState) -> Response:
+    if not state.allow_reload:
+        raise RequestError(409, "PUT /model needs a single worker (--workers 1); restart instead")
+    data = await read_json(request, state.max_body)
+    if not isinstance(data, dict):
+        raise RequestError(400, "request body must be a JSON object such as {\"model_file\": \"x.tar.gz\"}")
+    for unsupported in ("model_server", "remote_storage"):
+        if data.get(unsupported):
+            raise RequestError(400, f"'{unsupported}' is not supported; name an archive in the models folder")
+    path = state.resolve_model_file(data.get("model_file"))
+    if state.reload_lock is None:
+        state.reload_lock = asyncio.Lock()
+    async with state.reload_lock:
+        try:
+            new_model = await asyncio.to_thread(load_model, path, state.allow_components)
+        except NLUError as error:
+            message = str(error)
+            if state.models_dir is not None:
+                message = message.replace(f"{state.models_dir}/", "")
+            logger.warning("PUT /model: %s", message)
+            raise RequestError(400, f"could not load the model: {message}") from None
+        state.model = new_model  # atomic swap; batches in flight finish on the old model
+        state.model_path = path
+    return Response(status_code=204)
+
+
+@endpoint(protected=True)
+async def unload_model(request: Request, state: ServerState) -> Response:
+    if not state.allow_reload:
+        raise RequestError(409, "DELETE /model needs a single worker (--workers 1)")
+    state.model = None
+    logger.info("model unloaded")
+    return Response(status_code=204)

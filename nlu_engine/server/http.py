@@ -1,0 +1,100 @@
+"""HTTP plumbing shared by the endpoints: Rasa's error JSON, bounded JSON bodies, text checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+
+from nlu_engine import __version__
+
+
+class RequestError(Exception):
+    """A client's mistake: answered with ``status`` and a one-line message, never a traceback."""
+
+    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.reason = reason or _REASONS.get(status, "Error")
+
+
+_REASONS = {
+    400: "BadRequest",
+    401: "NotAuthenticated",
+    403: "NotAuthorized",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    413: "PayloadTooLarge",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    body = json.dumps(data, ensure_ascii=False).encode("utf-8")
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def error_response(
+    status: int, message: str, reason: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    """Rasa's error JSON (``rasa.server.ErrorResponse``)."""
+    body = {
+        "version": __version__,
+        "status": "failure",
+        "message": message,
+        "reason": reason or _REASONS.get(status, "Error"),
+        "details": {},
+        "help": None,
+        "code": status,
+    }
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
+    return json_response(body, status, headers)
+
+
+async def read_json(request: Request, limit: int) -> Any:
+    """The request body as JSON; 413 over ``limit`` bytes, 400 when it is not JSON."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        try:
+            declared = int(length)
+        except ValueError:
+            raise RequestError(400, "invalid Content-Length header") from None
+        if declared > limit:
+            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, f"request body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise RequestError(400, "the client closed the connection before sending the body") from None
+    body = b"".join(chunks)
+    if not body.strip():
+        raise RequestError(400, "empty request body; send JSON such as {\"text\": \"hello\"}")
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
+        detail = str(error).splitlines()[0][:200] if isinstance(error, ValueError) else "nested too deeply"
+        raise RequestError(400, f"request body is not valid JSON ({detail})") from None
+
+
+def check_text(text: Any, field: str, max_chars: int) -> str:
+    """A message text from a request: a string of at most ``max_chars`` valid Unicode characters."""
+    if not isinstance(text, str):
+        raise RequestError(400, f"'{field}' must be a string, got {type(text).__name__}")
+    if len(text) > max_chars:
+        raise RequestError(413, f"'{field}' has {len(text)} characters; the limit is {max_chars}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RequestError(400, f"'{field}' is not valid Unicode (a lone surrogate escape)") from None
+    return text

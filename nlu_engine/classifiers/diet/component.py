@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from nlu_engine.classifiers.diet import weight_names
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier
 from nlu_engine.errors import ConfigError
@@ -28,7 +29,7 @@ WEIGHTS_FILE = "weights.npz"
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
-SPARSE_TABLES = ("seq_bag/kernel", "sent_bag/kernel")
+SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
 
 

@@ -11,31 +11,9 @@ import pytest
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, bilou_constraints, marginals, viterbi
-from nlu_engine.config import load_config
-from nlu_engine.message import Message
-from nlu_engine.pipeline import Pipeline
-from nlu_engine.training_data import load_data
 
 tf = pytest.importorskip("tensorflow")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def featurized(tiny_data_path: Path) -> tuple[Pipeline, list[Message]]:
-    """The tiny data set tokenized and featurized by the default pipeline's featurizers."""
-    config = load_config({
-        "language": "en",
-        "pipeline": [
-            {"name": "WhitespaceTokenizer"},
-            {"name": "CountVectorsFeaturizer"},
-            {"name": "CountVectorsFeaturizer", "analyzer": "char_wb", "min_ngram": 1, "max_ngram": 4},
-        ],
-    })
-    pipeline = Pipeline.build(config)
-    data = load_data([tiny_data_path])
-    pipeline.train(data, log=None)
-    pipeline.process(data.messages)  # train() annotates copies: featurize the examples themselves
-    return pipeline, data
 
 
 VARIANTS: list[dict[str, Any]] = [

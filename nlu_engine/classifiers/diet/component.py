@@ -330,6 +330,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self._learn_vocabularies(data, examples)
         if self.entity_recognition and not self.tag_vocab_ and not self.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+
+        import_tensorflow()  # before anything imports it: the package's TensorFlow settings
         from nlu_engine.classifiers.diet.training import fit
 
         self._seed()

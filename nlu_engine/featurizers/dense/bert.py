@@ -257,7 +257,9 @@ class BertEncoder:
 
     # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
     def _build_tf(self) -> Any:
-        import tensorflow as tf
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+
+        tf = import_tensorflow()
 
         matmul_dtype = tf.bfloat16 if self.precision == "bfloat16" else tf.float32
 

@@ -345,7 +345,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         del network
         gc.collect()
         # weights are stored as float16 (half the archive) and the sparse input tables
-        # (vocabulary x 128: nine tenths of the model) as int8 with one scale per row; rounding
+        # (vocabulary x 128: most of the model) as int8 with one scale per row; rounding
         # them now, one at a time, keeps predictions identical before and after saving
         self.weights_: dict[str, np.ndarray] = {}
         self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -304,7 +304,7 @@ class DIETNetwork(keras.Model):
             logits = self.tag_logits_for(name, h_tokens, batch.get("tags_entity"))
             loss = self.tag_crf[name].loss(logits, gold, lengths)
             out[f"{name[0]}_loss"] = loss
-            total += loss  # the tag F1 is measured by decoding, once an epoch (training.py)
+            total += loss  # the tag F1 is measured by decoding (callbacks.TagF1Monitor)
         if self.use_mlm and training:
             loss, acc = self._mlm_loss(h, lm_targets, lm_positions)
             out["m_loss"], out["m_acc"] = loss, acc
@@ -436,11 +436,10 @@ def all_labels_as_negatives(
     """Whether the intent loss is the softmax over every label (``use_all_labels_as_negatives``).
 
     ``auto``: when there are more labels than ``number_of_negative_examples``. Sampled negatives
-    stand in for the labels a step cannot afford to score; with few labels the sample already
-    covers them and its input-to-input terms add something (SNIPS, 7 intents: sampled scored
-    higher with two seeds), with many a step sees a fraction of them (NLU-Evaluation-Data, 64
-    intents: every label gave higher mean scores over the four folds measured; see
-    BENCHMARKS.md). The margin loss always samples.
+    stand in for the labels a step cannot afford to score. With few labels (SNIPS's 7) the
+    sample already covers them and its input-to-input terms add something; with many
+    (NLU-Evaluation-Data's 64) a step sees only a fraction of them, and scoring every label
+    does better (scores in BENCHMARKS.md). The margin loss always samples.
     """
     if loss_type != "cross_entropy":
         return False

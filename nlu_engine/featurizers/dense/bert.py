@@ -18,6 +18,9 @@ The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h =
         x = LN(x + act(x @ W_i + b_i) @ W_out + b_out)           (B, T, H); W_i: (H, I)
     return x                                                     last hidden state
 
+In NumPy the attention (split, softmax, merge) is ``nlu_engine.nn.attention``, the one DIET's
+inference uses too.
+
 ``precision="float32"`` (the default) runs in NumPy. ``precision="bfloat16"`` rounds the inputs
 and kernels of the dense layers to bfloat16 (the products are accumulated in float32;
 embeddings, attention scores, softmax and LayerNorm stay float32) and runs in one TensorFlow

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from nlu_engine.classifiers.diet import weight_names
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier, param
 from nlu_engine.errors import ConfigError
@@ -29,7 +30,7 @@ WEIGHTS_FILE = "weights.npz"
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
-SPARSE_TABLES = ("seq_bag/kernel", "sent_bag/kernel")
+SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
 
 
@@ -258,6 +259,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self._learn_vocabularies(data, examples)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+
+        import_tensorflow()  # before anything imports it: the package's TensorFlow settings
         from nlu_engine.classifiers.diet.training import fit
 
         self._seed()
@@ -270,7 +274,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         del network
         gc.collect()
         # weights are stored as float16 (half the archive) and the sparse input tables
-        # (vocabulary x 128: nine tenths of the model) as int8 with one scale per row; rounding
+        # (vocabulary x 128: most of the model) as int8 with one scale per row; rounding
         # them now, one at a time, keeps predictions identical before and after saving
         self.weights_: dict[str, np.ndarray] = {}
         self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -2,8 +2,10 @@
 
 The same network as ``model.py`` without dropout, read top to bottom. It runs on the named
 weights ``DIETNetwork.export_weights`` produces (kernels with their connection masks applied),
-so loading a model and parsing never imports TensorFlow: a server starts in about a second,
-stays small, and a single message does not pay a graph call's fixed overhead.
+so loading a model and parsing never imports TensorFlow: a server starts fast, stays small,
+and a single message does not pay a graph call's fixed overhead. The weight names are
+``weight_names``'s; the attention is the NumPy one the language model's encoder shares
+(``nlu_engine.nn.attention``).
 
     sparse features ─► csr @ kernel (+ bias) ─► [dense features] ─► (unify) ─► [B, T+1, D]
     ─► text_hidden ─► transformer (pre-LN, relative attention) ─► gelu ─► h [B, T+1, U]
@@ -20,11 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.numpy_ops import gelu, layer_norm
+from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.nn.attention import attention, mask_bias, merge_heads, relative_positions, split_qkv
+from nlu_engine.nn.ops import gelu, layer_norm
 from nlu_engine.threads import single_blas_thread
 from nlu_engine.training_data.bilou import bilou_constraints
 
-_NEG_INF = -1e9
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
 
 
@@ -33,7 +36,7 @@ def viterbi(logits: np.ndarray, transitions: np.ndarray, transposed: bool = Fals
     """Best tag path of one sequence: logits [n, K], transitions [K, K] -> tags [n].
 
     ``transposed``: ``transitions`` is given as [K_next, K_prev] (then each step's max over the
-    previous tag runs along contiguous rows: ~2x faster than along columns for K ~ 160).
+    previous tag runs along contiguous rows, faster than along columns for large tag sets).
     """
     n = logits.shape[0]
     to_from = transitions if transposed else np.ascontiguousarray(transitions.T)  # [K_next, K_prev]
@@ -139,54 +142,59 @@ class DIETInference:
         self.max_relative = int(p["max_relative_position"] or 0)
         self.unidirectional = bool(p["unidirectional_encoder"])
         self.similarity_type = p["similarity_type"]
-        self.unify = "seq_unify/hidden_0/kernel" in self.w
+        self.unify = names.kernel(names.hidden(names.SEQ_UNIFY, 0)) in self.w
         # Ffnn stacks: name -> number of hidden layers (fixed by the weights)
         self.depth = {
-            name: sum(1 for k in self.w if k.startswith(f"{name}/hidden_") and k.endswith("/kernel"))
-            for name in ("seq_unify", "sent_unify", "text_hidden", "label_hidden")
+            stack: _stack_depth(self.w, stack)
+            for stack in (names.SEQ_UNIFY, names.SENT_UNIFY, names.TEXT_HIDDEN, names.LABEL_HIDDEN)
         }
         k = np.arange(self.units)
         self._angle_rates = (1.0 / np.power(10000.0, 2 * (k // 2) / self.units)).astype(np.float32)
         self._even = k % 2 == 0
         self.intents = (
             bool(p["intent_classification"]) and label_features.shape[0] > 0
-            and "text_embed/kernel" in self.w
+            and names.kernel(names.TEXT_EMBED) in self.w
         )
         self.label_embeddings = self._label_embeddings(label_features) if self.intents else None
+        self.layers = [names.TransformerLayer(i) for i in range(self.num_layers)]
         self._qkv = {  # per attention layer, the query, key and value kernels side by side [U, 3U]
-            prefix: np.ascontiguousarray(np.concatenate(
-                [self.w[f"{prefix}/{name}/kernel"] for name in ("query", "key", "value")], axis=1
+            layer.index: np.ascontiguousarray(np.concatenate(
+                [self.w[names.kernel(layer.attention(part))] for part in ("query", "key", "value")],
+                axis=1,
             ))
-            for i in range(self.num_layers)
-            if f"{(prefix := f'transformer/layer_{i}/attention')}/query/kernel" in self.w
+            for layer in self.layers
+            if names.kernel(layer.attention("query")) in self.w
         }
+        self.relative = any(
+            layer.key_relative in self.w or layer.value_relative in self.w for layer in self.layers
+        )
         self.decoders = {
-            kind: CRFDecoder(self.w[f"{kind}_crf/transitions"], bilou_constraints(v) if bilou else None)
+            kind: CRFDecoder(self.w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
         }
 
     def _dense(self, name: str, x: np.ndarray, activation: bool = False) -> np.ndarray:
         """x [..., I] @ kernel [I, O] (+ bias) -> [..., O]."""
-        y = x @ self.w[f"{name}/kernel"]
-        bias = self.w.get(f"{name}/bias")
+        y = x @ self.w[names.kernel(name)]
+        bias = self.w.get(names.bias(name))
         if bias is not None:
             y = y + bias
         return gelu(y) if activation else y
 
     def _ffnn(self, name: str, x: np.ndarray) -> np.ndarray:
         for i in range(self.depth[name]):
-            x = self._dense(f"{name}/hidden_{i}", x, activation=True)
+            x = self._dense(names.hidden(name, i), x, activation=True)
         return x
 
     def _label_embeddings(self, label_features: np.ndarray) -> np.ndarray:
-        x = self._dense("label_dense", label_features.astype(np.float32))  # [N, Dl]
-        x = self._ffnn("label_hidden", x)
-        return self._dense("label_embed", x)  # [N, E]
+        x = self._dense(names.LABEL_DENSE, label_features.astype(np.float32))  # [N, Dl]
+        x = self._ffnn(names.LABEL_HIDDEN, x)
+        return self._dense(names.LABEL_EMBED, x)  # [N, E]
 
     # --- input ----------------------------------------------------------------------------
     def _bag(self, name: str, ids, values, positions, rows: int) -> np.ndarray:
         """Sparse entries (ids, values at positions) times the kernel: [rows, units]."""
-        kernel = self.w[f"{name}/kernel"]  # [V, units]
+        kernel = self.w[names.kernel(name)]  # [V, units]
         out = np.zeros((rows, kernel.shape[1]), np.float32)
         if len(ids):
             order = np.argsort(positions, kind="stable")  # batches come sorted: a no-op then
@@ -194,7 +202,7 @@ class DIETInference:
             entries = kernel[ids] * values.astype(np.float32)[:, None]  # [nnz, units]
             starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
             out[positions[starts]] = np.add.reduceat(entries, starts, axis=0)  # sum per position
-        return out + self.w[f"{name}/bias"]
+        return out + self.w[names.bias(name)]
 
     def encode_text(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Combined input features x [B, T+1, D] and the mask of real positions [B, T+1]."""
@@ -202,84 +210,68 @@ class DIETInference:
         lengths = batch["lengths"]  # [B]
         token_mask = (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32)  # [B, T]
         parts_seq, parts_sent = [], []
-        if "seq_bag/kernel" in self.w:
-            seq = self._bag("seq_bag", batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
+        if names.kernel(names.SEQ_BAG) in self.w:
+            seq = self._bag(names.SEQ_BAG, batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
                             size * max_len)  # [B*T, Dt]
             parts_seq.append(seq.reshape(size, max_len, -1))
         if "dense_seq" in batch:
             parts_seq.append(batch["dense_seq"].astype(np.float32))  # [B, T, Dd]
-        if "sent_bag/kernel" in self.w:
-            parts_sent.append(self._bag("sent_bag", batch["sent_ids"], batch["sent_values"],
+        if names.kernel(names.SENT_BAG) in self.w:
+            parts_sent.append(self._bag(names.SENT_BAG, batch["sent_ids"], batch["sent_values"],
                                         batch["sent_positions"], size))  # [B, Dt]
         if "dense_sent" in batch:
             parts_sent.append(batch["dense_sent"].astype(np.float32))  # [B, Dd']
         x_seq = np.concatenate(parts_seq, -1)  # [B, T, Ds]
         if self.unify:
-            x_seq = self._ffnn("seq_unify", x_seq)  # [B, T, C]
+            x_seq = self._ffnn(names.SEQ_UNIFY, x_seq)  # [B, T, C]
         x_seq = x_seq * token_mask[:, :, None]
         x = np.concatenate([x_seq, np.zeros((size, 1, x_seq.shape[-1]), np.float32)], 1)  # [B, T+1, D]
         if parts_sent:
             x_sent = np.concatenate(parts_sent, -1)  # [B, Ds']
             if self.unify:
-                x_sent = self._ffnn("sent_unify", x_sent)  # [B, C]
+                x_sent = self._ffnn(names.SENT_UNIFY, x_sent)  # [B, C]
             x[np.arange(size), lengths] += x_sent  # the sentence slot right after the last token
-        x = self._ffnn("text_hidden", x)  # [B, T+1, D]
+        x = self._ffnn(names.TEXT_HIDDEN, x)  # [B, T+1, D]
         mask = (np.arange(max_len + 1)[None, :] < (lengths + 1)[:, None]).astype(np.float32)
         return x, mask
 
     # --- transformer ----------------------------------------------------------------------
-    def _attention(self, prefix: str, x: np.ndarray, blocked: np.ndarray) -> np.ndarray:
-        """Self-attention x [B, L, U] with ``blocked`` [B, 1, L|1, L] (1 = may not attend)."""
-        size, length, _ = x.shape
-        heads, depth = self.num_heads, self.units // self.num_heads
-
-        qkv = x @ self._qkv[prefix]  # [B, L, 3U]: query, key and value in one product
-        qkv = qkv.reshape(size, length, 3, heads, depth).transpose(2, 0, 3, 1, 4)  # [3, B, H, L, d]
-        query, key, value = qkv[0], qkv[1], qkv[2]
-        logits = query @ key.transpose(0, 1, 3, 2)  # [B, H, L, L]
-        key_rel = self.w.get(f"{prefix}/key_relative_embeddings")  # [H, Kr, d]
-        value_rel = self.w.get(f"{prefix}/value_relative_embeddings")  # [H, Kr, d]
-        if key_rel is not None or value_rel is not None:
-            positions = np.arange(length)
-            right = 0 if self.unidirectional else self.max_relative
-            index = np.clip(positions[None, :] - positions[:, None], -self.max_relative, right)
-            index = index + self.max_relative  # [L, L]: clipped distance j - i as a table row
-        if key_rel is not None:
-            by_distance = np.einsum("bhid,hkd->bhik", query, key_rel)  # [B, H, L, Kr]
-            logits = logits + by_distance[:, :, positions[:, None], index]  # [B, H, L, L]
-        logits = logits * np.float32(depth**-0.5) + blocked * _NEG_INF
-        logits = logits - logits.max(-1, keepdims=True)
-        weights = np.exp(logits)
-        weights /= weights.sum(-1, keepdims=True)  # [B, H, L, L]
-        attended = weights @ value  # [B, H, L, d]
-        if value_rel is not None:
-            one_hot = np.eye(value_rel.shape[1], dtype=np.float32)[index]  # [L, L, Kr]
-            per_distance = np.einsum("bhij,ijk->bhik", weights, one_hot)  # [B, H, L, Kr]
-            attended = attended + np.einsum("bhik,hkd->bhid", per_distance, value_rel)
-        attended = attended.transpose(0, 2, 1, 3).reshape(size, length, self.units)  # [B, L, U]
-        return self._dense(f"{prefix}/output", attended)
+    def _attention(
+        self, layer: names.TransformerLayer, x: np.ndarray, bias: np.ndarray, index: np.ndarray | None
+    ) -> np.ndarray:
+        """Self-attention x [B, L, U] with ``bias`` [B, 1, L|1, L] (``attention.mask_bias``) and
+        the relative positions ``index`` [L, L] -> [B, L, U]."""
+        qkv = x @ self._qkv[layer.index]  # [B, L, 3U]: query, key and value in one product
+        query, key, value = split_qkv(qkv, self.num_heads)  # [B, H, L, d] each
+        attended = attention(
+            query, key, value, bias,
+            key_relative=self.w.get(layer.key_relative),  # [H, Kr, d]
+            value_relative=self.w.get(layer.value_relative),  # [H, Kr, d]
+            relative_index=index,
+        )  # [B, H, L, d]
+        return self._dense(layer.attention("output"), merge_heads(attended))
 
     def transform(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """x [B, L, D], mask [B, L] -> gelu(transformer(x)) [B, L, U]."""
         if self.num_layers == 0:
             return x
         length = x.shape[1]
-        x = self._dense("transformer/embedding", x) * np.float32(self.units**0.5)  # [B, L, U]
+        x = self._dense(names.TRANSFORMER_EMBEDDING, x) * np.float32(self.units**0.5)  # [B, L, U]
         angles = np.arange(length, dtype=np.float32)[:, None] * self._angle_rates[None]  # [L, U]
         x = x + np.where(self._even[None], np.sin(angles), np.cos(angles))[None]
-        blocked = (1.0 - mask)[:, None, None, :]  # [B, 1, 1, L]
-        if self.unidirectional:
-            future = np.triu(np.ones((length, length), np.float32), 1)  # [L, L]
-            blocked = np.minimum(1.0, blocked + future[None, None])  # [B, 1, L, L]
-        for i in range(self.num_layers):
-            prefix = f"transformer/layer_{i}"
-            normed = layer_norm(x, self.w[f"{prefix}/attention_norm/gamma"],
-                                self.w[f"{prefix}/attention_norm/beta"])
-            x = x + self._attention(f"{prefix}/attention", normed, blocked)
-            normed = layer_norm(x, self.w[f"{prefix}/ffn_norm/gamma"], self.w[f"{prefix}/ffn_norm/beta"])
-            hidden = self._dense(f"{prefix}/ffn_in", normed, activation=True)  # [B, L, 4U]
-            x = x + self._dense(f"{prefix}/ffn_out", hidden)
-        x = layer_norm(x, self.w["transformer/output_norm/gamma"], self.w["transformer/output_norm/beta"])
+        bias = mask_bias(mask, causal=self.unidirectional)  # [B, 1, 1|L, L]
+        index = (
+            relative_positions(length, self.max_relative, self.unidirectional) if self.relative else None
+        )  # [L, L]
+        for layer in self.layers:
+            normed = layer_norm(x, self.w[names.gamma(layer.attention_norm)],
+                                self.w[names.beta(layer.attention_norm)])
+            x = x + self._attention(layer, normed, bias, index)
+            normed = layer_norm(x, self.w[names.gamma(layer.ffn_norm)], self.w[names.beta(layer.ffn_norm)])
+            hidden = self._dense(layer.ffn_in, normed, activation=True)  # [B, L, 4U]
+            x = x + self._dense(layer.ffn_out, hidden)
+        norm = names.TRANSFORMER_OUTPUT_NORM
+        x = layer_norm(x, self.w[names.gamma(norm)], self.w[names.beta(norm)])
         return gelu(x)
 
     # --- heads ----------------------------------------------------------------------------
@@ -295,7 +287,7 @@ class DIETInference:
         h = self.transform(x, mask)  # [B, T+1, U]
         out: dict[str, np.ndarray] = {}
         if self.intents and self.label_embeddings is not None:
-            text = self._dense("text_embed", h[np.arange(len(lengths)), lengths])  # [B, E]
+            text = self._dense(names.TEXT_EMBED, h[np.arange(len(lengths)), lengths])  # [B, E]
             labels = self.label_embeddings  # [N, E]
             if self.similarity_type == "cosine":
                 text = text / np.sqrt(np.maximum((text**2).sum(-1, keepdims=True), 1e-12))
@@ -305,11 +297,11 @@ class DIETInference:
         entity_tags: np.ndarray | None = None
         for kind, decoder in self.decoders.items():
             if kind == "entity" or entity_tags is None:
-                logits = self._dense(f"{kind}_logits", h_tokens)  # [B, T, K]
+                logits = self._dense(names.tag_logits(kind), h_tokens)  # [B, T, K]
             else:
                 one_hot = np.eye(len(self.decoders["entity"].start), dtype=np.float32)[entity_tags]
-                tag_embedding = self._dense("entity_tag_embed", one_hot)  # [B, T, E]
-                logits = self._dense(f"{kind}_logits", np.concatenate([h_tokens, tag_embedding], -1))
+                tag_embedding = self._dense(names.ENTITY_TAG_EMBED, one_hot)  # [B, T, E]
+                logits = self._dense(names.tag_logits(kind), np.concatenate([h_tokens, tag_embedding], -1))
             tags = np.zeros((len(lengths), max_len), np.int32)
             confidence = np.zeros((len(lengths), max_len), np.float32)
             for b, n in enumerate(lengths):
@@ -319,3 +311,11 @@ class DIETInference:
                 entity_tags = tags
             out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidence
         return out
+
+
+def _stack_depth(weights: dict[str, np.ndarray], stack: str) -> int:
+    """How many dense layers an Ffnn stack has in ``weights`` (0 when absent)."""
+    depth = 0
+    while names.kernel(names.hidden(stack, depth)) in weights:
+        depth += 1
+    return depth

@@ -24,8 +24,8 @@ def gelu(x: tf.Tensor) -> tuple[tf.Tensor, Callable]:
 
     Written out with its own gradient, dy * (Phi(x) + x * phi(x)), which reuses the forward
     pass's Phi(x). Keras's and ``tf.nn.gelu``'s (erfc of -x / sqrt 2, differentiated op by
-    op) took two to three times as long forward and backward: on a [768, 1024] activation,
-    2.3-2.7 ms against 0.7-1.3 ms (2-core AMD EPYC; ``benchmarks/transformer_step.py --ops``).
+    op) are slower forward and backward (``benchmarks/transformer_step.py --ops`` compares them;
+    figures in BENCHMARKS.md).
 
     x [...] -> [...]
     """
@@ -144,10 +144,10 @@ class Dropout(keras.layers.Layer):
 
     Keras draws one float per element (a Philox counter yields four 32-bit numbers); here each
     32-bit draw is split into two 16-bit ones, and an element is dropped when its 16-bit number
-    is below ``round(rate * 65536)``: the rate is exact to 1/65,536. On a [768, 1024]
-    activation, forward and backward, Keras's dropout took 1.5-2.1 ms and this one 0.9-1.3 ms
-    (2-core AMD EPYC); Philox random numbers were 6 % of a SNIPS training epoch's CPU time. Seeded
-    from Keras's global seed like ``keras.layers.Dropout``, so seeded runs stay reproducible.
+    is below ``round(rate * 65536)``: the rate is exact to 1/65,536. Drawing the random numbers
+    is a noticeable part of a training step's time, so half as many make dropout faster
+    (``benchmarks/transformer_step.py --ops``; figures in BENCHMARKS.md). Seeded from Keras's
+    global seed like ``keras.layers.Dropout``, so seeded runs stay reproducible.
 
     x [..., D] -> [..., D] (kept values scaled by 1 / (1 - rate); identity unless training)
     """

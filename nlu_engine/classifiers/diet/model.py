@@ -22,6 +22,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.crf import CRF
 from nlu_engine.classifiers.diet.layers import Dropout, Embed, Ffnn, RandomlyConnectedDense, gelu
 from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
@@ -303,7 +304,7 @@ class DIETNetwork(keras.Model):
             logits = self.tag_logits_for(name, h_tokens, batch.get("tags_entity"))
             loss = self.tag_crf[name].loss(logits, gold, lengths)
             out[f"{name[0]}_loss"] = loss
-            total += loss  # the tag F1 is measured by decoding, once an epoch (training.py)
+            total += loss  # the tag F1 is measured by decoding (callbacks.TagF1Monitor)
         if self.use_mlm and training:
             loss, acc = self._mlm_loss(h, lm_targets, lm_positions)
             out["m_loss"], out["m_acc"] = loss, acc
@@ -366,8 +367,9 @@ class DIETNetwork(keras.Model):
 
     # ------------------------------------------------------------------------------------------
     def export_weights(self) -> dict[str, np.ndarray]:
-        """What prediction needs, by stable name (see ``inference.py``): kernels with their
-        connection masks applied; training-only weights (mask vector, MLM heads) left out."""
+        """What prediction needs, by the names of ``weight_names`` (read by ``inference.py``):
+        kernels with their connection masks applied; training-only weights (mask vector, MLM
+        heads) left out."""
         out: dict[str, np.ndarray] = {}
 
         def dense(name: str, layer: RandomlyConnectedDense) -> None:
@@ -376,54 +378,55 @@ class DIETNetwork(keras.Model):
             kernel = np.asarray(layer.kernel)
             if layer.kernel_mask is not None:
                 kernel = kernel * np.asarray(layer.kernel_mask)
-            out[f"{name}/kernel"] = kernel.astype(np.float32)
+            out[names.kernel(name)] = kernel.astype(np.float32)
             if layer.bias is not None:
-                out[f"{name}/bias"] = np.asarray(layer.bias, np.float32)
+                out[names.bias(name)] = np.asarray(layer.bias, np.float32)
 
         def ffnn(name: str, stack: Ffnn) -> None:
             for i, layer in enumerate(stack.hidden):
-                dense(f"{name}/hidden_{i}", layer)
+                dense(names.hidden(name, i), layer)
 
         def norm(name: str, layer: keras.layers.LayerNormalization) -> None:
-            out[f"{name}/gamma"] = np.asarray(layer.gamma, np.float32)
-            out[f"{name}/beta"] = np.asarray(layer.beta, np.float32)
+            out[names.gamma(name)] = np.asarray(layer.gamma, np.float32)
+            out[names.beta(name)] = np.asarray(layer.beta, np.float32)
 
-        for name, bag, vocab in (("seq_bag", self.seq_bag, self.spec.seq_vocab),
-                                 ("sent_bag", self.sent_bag, self.spec.sent_vocab)):
+        for name, bag, vocab in ((names.SEQ_BAG, self.seq_bag, self.spec.seq_vocab),
+                                 (names.SENT_BAG, self.sent_bag, self.spec.sent_vocab)):
             if vocab:
-                out[f"{name}/kernel"] = np.asarray(bag.kernel, np.float32)
-                out[f"{name}/bias"] = np.asarray(bag.bias, np.float32)
+                out[names.kernel(name)] = np.asarray(bag.kernel, np.float32)
+                out[names.bias(name)] = np.asarray(bag.bias, np.float32)
         if self.unify:
-            ffnn("seq_unify", self.seq_unify)
-            ffnn("sent_unify", self.sent_unify)
-        ffnn("text_hidden", self.text_hidden)
+            ffnn(names.SEQ_UNIFY, self.seq_unify)
+            ffnn(names.SENT_UNIFY, self.sent_unify)
+        ffnn(names.TEXT_HIDDEN, self.text_hidden)
         if self.num_layers:
             encoder = self.transformer
-            dense("transformer/embedding", encoder.embedding)
+            dense(names.TRANSFORMER_EMBEDDING, encoder.embedding)
             for i, block in enumerate(encoder.blocks):
-                prefix = f"transformer/layer_{i}"
-                norm(f"{prefix}/attention_norm", block.attention_norm)
+                layer = names.TransformerLayer(i)
+                norm(layer.attention_norm, block.attention_norm)
                 attention = block.attention
                 for part in ("query", "key", "value"):
-                    dense(f"{prefix}/attention/{part}", getattr(attention, part))
-                dense(f"{prefix}/attention/output", attention.output_dense)
-                for table in ("key_relative_embeddings", "value_relative_embeddings"):
-                    if getattr(attention, table) is not None:
-                        out[f"{prefix}/attention/{table}"] = np.asarray(getattr(attention, table), np.float32)
-                norm(f"{prefix}/ffn_norm", block.ffn_norm)
-                dense(f"{prefix}/ffn_in", block.ffn_in)
-                dense(f"{prefix}/ffn_out", block.ffn_out)
-            norm("transformer/output_norm", encoder.output_norm)
+                    dense(layer.attention(part), getattr(attention, part))
+                dense(layer.attention("output"), attention.output_dense)
+                for name, table in ((layer.key_relative, attention.key_relative_embeddings),
+                                    (layer.value_relative, attention.value_relative_embeddings)):
+                    if table is not None:
+                        out[name] = np.asarray(table, np.float32)
+                norm(layer.ffn_norm, block.ffn_norm)
+                dense(layer.ffn_in, block.ffn_in)
+                dense(layer.ffn_out, block.ffn_out)
+            norm(names.TRANSFORMER_OUTPUT_NORM, encoder.output_norm)
         if self.p["intent_classification"] and self.spec.label_features.shape[0] > 0:
-            dense("label_dense", self.label_dense)
-            ffnn("label_hidden", self.label_hidden)
-            dense("text_embed", self.text_embed.dense)
-            dense("label_embed", self.label_embed.dense)
-        for name in self.tag_crf:
-            dense(f"{name}_logits", self.tag_logits[name])
-            out[f"{name}_crf/transitions"] = np.asarray(self.tag_crf[name].transitions, np.float32)
+            dense(names.LABEL_DENSE, self.label_dense)
+            ffnn(names.LABEL_HIDDEN, self.label_hidden)
+            dense(names.TEXT_EMBED, self.text_embed.dense)
+            dense(names.LABEL_EMBED, self.label_embed.dense)
+        for kind in self.tag_crf:
+            dense(names.tag_logits(kind), self.tag_logits[kind])
+            out[names.transitions(kind)] = np.asarray(self.tag_crf[kind].transitions, np.float32)
         if len(self.tag_crf) > 1:
-            dense("entity_tag_embed", self.entity_tag_embed.dense)
+            dense(names.ENTITY_TAG_EMBED, self.entity_tag_embed.dense)
         return out
 
 
@@ -433,11 +436,10 @@ def all_labels_as_negatives(
     """Whether the intent loss is the softmax over every label (``use_all_labels_as_negatives``).
 
     ``auto``: when there are more labels than ``number_of_negative_examples``. Sampled negatives
-    stand in for the labels a step cannot afford to score; with few labels the sample already
-    covers them and its input-to-input terms add something (SNIPS, 7 intents: sampled scored
-    higher with two seeds), with many a step sees a fraction of them (NLU-Evaluation-Data, 64
-    intents: every label gave higher mean scores over the four folds measured; see
-    BENCHMARKS.md). The margin loss always samples.
+    stand in for the labels a step cannot afford to score. With few labels (SNIPS's 7) the
+    sample already covers them and its input-to-input terms add something; with many
+    (NLU-Evaluation-Data's 64) a step sees only a fraction of them, and scoring every label
+    does better (scores in BENCHMARKS.md). The margin loss always samples.
     """
     if loss_type != "cross_entropy":
         return False

@@ -18,6 +18,9 @@ The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h =
         x = LN(x + act(x @ W_i + b_i) @ W_out + b_out)           (B, T, H); W_i: (H, I)
     return x                                                     last hidden state
 
+In NumPy the attention (split, softmax, merge) is ``nlu_engine.nn.attention``, the one DIET's
+inference uses too.
+
 ``precision="float32"`` (the default) runs in NumPy. ``precision="bfloat16"`` rounds the inputs
 and kernels of the dense layers to bfloat16 (the products are accumulated in float32;
 embeddings, attention scores, softmax and LayerNorm stay float32) and runs in one TensorFlow
@@ -35,7 +38,8 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.errors import ConfigError
-from nlu_engine.numpy_ops import gelu, layer_norm
+from nlu_engine.nn.attention import attention, mask_bias, merge_heads, split_qkv
+from nlu_engine.nn.ops import gelu, layer_norm
 from nlu_engine.threads import single_blas_thread
 
 CONFIG_FILE = "config.json"
@@ -241,22 +245,14 @@ class BertEncoder:
     def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         cfg = self.config
         eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
-        head_dim = hidden // heads
         batch, length = ids.shape
         x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]  # (B, T, H)
         x = layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
-        bias = ((1.0 - mask.astype(np.float32)) * -1e9)[:, None, None, :]  # (B, 1, 1, T)
-        scale = np.float32(1.0 / np.sqrt(head_dim))
-
-        def split_heads(t: np.ndarray) -> np.ndarray:  # (B*T, H) -> (B, h, T, d)
-            return t.reshape(batch, length, heads, head_dim).transpose(0, 2, 1, 3)
-
+        bias = mask_bias(mask)  # (B, 1, 1, T)
         for layer in self.layers:
-            q, k, v = np.split(x @ layer["qkv_w"] + layer["qkv_b"], 3, axis=-1)  # 3 x (B*T, H)
-            scores = split_heads(q) @ split_heads(k).transpose(0, 1, 3, 2) * scale + bias  # (B,h,T,T)
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
-            scores /= scores.sum(-1, keepdims=True)
-            context = (scores @ split_heads(v)).transpose(0, 2, 1, 3).reshape(-1, hidden)  # (B*T, H)
+            qkv = (x @ layer["qkv_w"] + layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)
+            query, key, value = split_qkv(qkv, heads)  # 3 x (B, h, T, d)
+            context = merge_heads(attention(query, key, value, bias)).reshape(-1, hidden)  # (B*T, H)
             x = layer_norm(x + context @ layer["o_w"] + layer["o_b"], *layer["ln1"], eps)
             inner = _np_activation(x @ layer["i_w"] + layer["i_b"], cfg.hidden_act)  # (B*T, I)
             x = layer_norm(x + inner @ layer["out_w"] + layer["out_b"], *layer["ln2"], eps)
@@ -264,7 +260,9 @@ class BertEncoder:
 
     # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
     def _build_tf(self) -> Any:
-        import tensorflow as tf
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+
+        tf = import_tensorflow()
 
         matmul_dtype = tf.bfloat16 if self.precision == "bfloat16" else tf.float32
 

@@ -11,31 +11,9 @@ import pytest
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from nlu_engine.config import load_config
-from nlu_engine.message import Message
-from nlu_engine.pipeline import Pipeline
-from nlu_engine.training_data import load_data
 
 tf = pytest.importorskip("tensorflow")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def featurized(tiny_data_path: Path) -> tuple[Pipeline, list[Message]]:
-    """The tiny data set tokenized and featurized by the default pipeline's featurizers."""
-    config = load_config({
-        "language": "en",
-        "pipeline": [
-            {"name": "WhitespaceTokenizer"},
-            {"name": "CountVectorsFeaturizer"},
-            {"name": "CountVectorsFeaturizer", "analyzer": "char_wb", "min_ngram": 1, "max_ngram": 4},
-        ],
-    })
-    pipeline = Pipeline.build(config)
-    data = load_data([tiny_data_path])
-    pipeline.train(data, log=None)
-    pipeline.process(data.messages)  # train() annotates copies: featurize the examples themselves
-    return pipeline, data
 
 
 VARIANTS: list[dict[str, Any]] = [
@@ -149,61 +127,6 @@ def test_int8_rows_round_trip_within_half_a_step() -> None:
     q2, scale2 = quantize_rows(restored)
     np.testing.assert_array_equal(q2, q)
     np.testing.assert_allclose(scale2, scale, rtol=1e-6)
-
-
-def test_micro_batches_accumulate_to_the_whole_batch_update(featurized) -> None:
-    """A batch split into parts (max_micro_batch_size) gives the whole batch's update."""
-    _, data = featurized
-    deterministic = dict(
-        epochs=2, batch_size=12, batch_strategy="sequence", drop_rate=0.0,
-        use_sparse_input_dropout=False, regularization_constant=0.0,
-        use_all_labels_as_negatives=True, transformer_size=32, show_progress=False,
-        learning_rate=0.05, learning_rate_schedule="constant",  # Adam moves each weight ~0.05 a step
-    )
-    weights = []
-    for micro in (None, 5):
-        component = DIETClassifier(max_micro_batch_size=micro, **deterministic)
-        component.train(data)
-        weights.append(component.weights_)
-    assert weights[0].keys() == weights[1].keys()
-    # The label side's biases shift every intent's similarity by the same amount, and the loss
-    # here is a softmax over every intent, so their true gradient is zero: what they get is
-    # rounding, which Adam scales up to steps of the learning rate. Their values say nothing
-    # about accumulation; every other weight must agree.
-    shift_only = {"label_dense/bias", "label_embed/bias"}
-    assert shift_only <= weights[0].keys()
-    for name in weights[0].keys() - shift_only:
-        np.testing.assert_allclose(weights[1][name], weights[0][name], atol=5e-3, err_msg=name)
-
-
-def test_progress_entity_f1_is_decoded_training_examples(featurized) -> None:
-    """The history's tag F1 is Viterbi decoding of training examples, as prediction decodes."""
-    from nlu_engine.message import TEXT
-    from nlu_engine.training_data import bilou
-
-    _, data = featurized
-    component = DIETClassifier(epochs=12, transformer_size=32, learning_rate=0.01, show_progress=False)
-    component.train(data)
-    epochs = component.history_["epochs"]
-    assert all("e_f1" in e for e in epochs)
-    examples = [m for m in data.messages if m.intent and m.tokens.get(TEXT)]
-    counts = np.zeros(3)
-    vocabulary = {tag: i for i, tag in enumerate(component.tag_vocab_["entity"])}
-    for message, result in zip(examples, component.predict_arrays(examples), strict=True):
-        gold = np.array([vocabulary[t] for t in bilou.entity_tags(message.tokens[TEXT], message.entities)])
-        predicted = result["tags_entity"]
-        counts += [((predicted == gold) & (gold > 0)).sum(), (predicted > 0).sum(), (gold > 0).sum()]
-    f1 = 2 * counts[0] / (counts[1] + counts[2])
-    assert f1 > 0.5  # something is learned
-    assert epochs[-1]["e_f1"] == pytest.approx(f1, abs=0.02)  # weights are rounded after training
-
-
-def test_tag_f1_decoded_about_twenty_times_and_at_the_end() -> None:
-    from nlu_engine.classifiers.diet.training import decodes_after
-
-    assert [e for e in range(12) if decodes_after(e, 12)] == list(range(12))
-    assert [e + 1 for e in range(50) if decodes_after(e, 50)] == [*range(2, 49, 2), 50]
-    assert sum(decodes_after(e, 300) for e in range(300)) == 20
 
 
 def test_trailing_punctuation_rule_survives_saving_and_loading(tmp_path: Path) -> None:

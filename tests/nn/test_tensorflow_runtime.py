@@ -1,0 +1,40 @@
+"""import_tensorflow: oneDNN off in TensorFlow unless the environment says otherwise."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nlu_engine.nn.tensorflow_runtime import ONEDNN_VARIABLE, import_tensorflow
+
+# whether the TensorFlow this process imported runs oneDNN (its own check of the setting)
+SNIPPET = (
+    "import sys; from nlu_engine.nn.tensorflow_runtime import import_tensorflow; "
+    "assert 'tensorflow' not in sys.modules; import_tensorflow(); "
+    "from tensorflow.python.util import _pywrap_util_port; print(_pywrap_util_port.IsMklEnabled())"
+)
+
+
+def test_tensorflow_is_imported_with_onednn_off() -> None:
+    pytest.importorskip("tensorflow")
+    env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
+    done = subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_a_setting_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    tf = pytest.importorskip("tensorflow")
+    monkeypatch.setenv(ONEDNN_VARIABLE, "1")
+    assert import_tensorflow() is tf
+    assert os.environ[ONEDNN_VARIABLE] == "1"
+
+
+def test_unset_it_is_set_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tensorflow")
+    monkeypatch.delenv(ONEDNN_VARIABLE, raising=False)
+    import_tensorflow()
+    assert os.environ[ONEDNN_VARIABLE] == "0"

@@ -101,10 +101,18 @@ class DIETNetwork(keras.Model):
     def __init__(self, spec: NetworkSpec, p: dict[str, Any]) -> None:
         super().__init__(name="diet")
         self.spec, self.p = spec, p
+        # the order of the parts is the order their weights are created in (seeded runs)
+        seq_width, concat_dim = self._build_text_input()
+        self._build_transformer()
+        self._build_intent_head()
+        self._build_entity_heads()
+        self._build_masked_language_model(seq_width, concat_dim)
+
+    def _build_text_input(self) -> tuple[int, int]:
+        """Sparse -> dense, concatenated with dense features; returns (sequence width, concat dim)."""
+        p, spec = self.p, self.spec
         reg, drop, density = p["regularization_constant"], p["drop_rate"], p["connection_density"]
-        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(
-            p["concat_dimension"]
-        )
+        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(p["concat_dimension"])
         hidden = _per_attribute(p["hidden_layers_sizes"])
         sparse_drop = drop if p["use_sparse_input_dropout"] else 0.0
         self.dense_input_drop = Dropout(
@@ -115,7 +123,6 @@ class DIETNetwork(keras.Model):
         self.bag_output_drop = Dropout(
             drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
         )
-        # --- text input: sparse -> dense, concatenated with dense features -------------------
         all_rows = p["sparse_regularization"] == "all_rows"
         self.seq_bag = SparseEmbeddingBag(
             spec.seq_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="seq_bag"
@@ -129,29 +136,38 @@ class DIETNetwork(keras.Model):
         self.seq_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="seq_unify")
         self.sent_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="sent_unify")
         self.text_hidden = Ffnn(hidden["text"], drop, reg, density, name="text_hidden")
-        # --- transformer -----------------------------------------------------------------------
+        return seq_width, concat_dim["text"]
+
+    def _build_transformer(self) -> None:
+        p = self.p
         self.num_layers = p["number_of_transformer_layers"]
         self.transformer = TransformerEncoder(
             num_layers=self.num_layers,
             units=p["transformer_size"],
             num_heads=p["number_of_attention_heads"],
-            reg_lambda=reg,
-            dropout_rate=drop,
+            reg_lambda=p["regularization_constant"],
+            dropout_rate=p["drop_rate"],
             attention_dropout_rate=p["drop_rate_attention"],
-            density=density,
+            density=p["connection_density"],
             unidirectional=p["unidirectional_encoder"],
             use_key_relative_position=p["use_key_relative_attention"],
             use_value_relative_position=p["use_value_relative_attention"],
             max_relative_position=p["max_relative_position"],
             name="transformer",
         )
-        # --- intent head -----------------------------------------------------------------------
-        embed_dim = p["embedding_dimension"]
+
+    def _build_intent_head(self) -> None:
+        """Sentence and label embeddings compared by the dot-product loss."""
+        p, spec = self.p, self.spec
+        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
         self.label_features = tf.constant(spec.label_features, tf.float32)  # [N, V_label]
         self.label_dense = RandomlyConnectedDense(
-            dense_dim["label"], density=1.0, reg_lambda=reg, name="label_dense"
+            _per_attribute(p["dense_dimension"])["label"], density=1.0, reg_lambda=reg, name="label_dense"
         )
-        self.label_hidden = Ffnn(hidden["label"], drop, reg, density, name="label_hidden")
+        self.label_hidden = Ffnn(
+            _per_attribute(p["hidden_layers_sizes"])["label"], p["drop_rate"], reg,
+            p["connection_density"], name="label_hidden",
+        )
         self.text_embed = Embed(embed_dim, reg, name="text_embed")
         self.label_embed = Embed(embed_dim, reg, name="label_embed")
         self.all_labels_as_negatives = all_labels_as_negatives(
@@ -169,7 +185,10 @@ class DIETNetwork(keras.Model):
             use_max_sim_neg=p["use_maximum_negative_similarity"],
             neg_lambda=p["negative_margin_scale"],
         )
-        # --- entity heads: entity, then role and group conditioned on the entity tags --------
+
+    def _build_entity_heads(self) -> None:
+        """Entity tags, then role and group tags conditioned on the entity tags; a CRF each."""
+        reg, spec = self.p["regularization_constant"], self.spec
         self.tag_logits = {
             name: RandomlyConnectedDense(k, density=1.0, name=f"{name}_logits")
             for name, k in spec.num_tags.items()
@@ -178,11 +197,14 @@ class DIETNetwork(keras.Model):
             name: CRF(k, reg, False, *spec.constraints.get(name, ()), name=f"{name}_crf")
             for name, k in spec.num_tags.items()
         }
-        self.entity_tag_embed = Embed(embed_dim, reg, name="entity_tag_embed")
-        # --- masked language model -------------------------------------------------------------
+        self.entity_tag_embed = Embed(self.p["embedding_dimension"], reg, name="entity_tag_embed")
+
+    def _build_masked_language_model(self, seq_width: int, concat_dim: int) -> None:
+        p = self.p
+        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
         self.use_mlm = p["use_masked_language_model"] and self.num_layers > 0
         self.mask_vector = self.add_weight(
-            name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim["text"])),
+            name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim)),
             initializer="random_uniform",
         )
         self.mlm_out_embed = Embed(embed_dim, reg, name="mlm_out_embed")

@@ -15,17 +15,7 @@ pytest.importorskip("spacy")
 
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, lowercase_keeping_offsets, resolve_model
-
-
-def installed(model: str) -> bool:
-    try:
-        resolve_model(model)
-    except ConfigError:
-        return False
-    return True
-
-
-needs_md = pytest.mark.skipif(not installed("en_core_web_md"), reason="en_core_web_md not installed")
+from tests.spacy_models import needs_md
 
 
 def test_lowercasing_keeps_every_offset() -> None:

@@ -54,6 +54,7 @@ from nlu_engine.featurizers.dense.bert import (
     weights_checksum,
 )
 from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.paths import shallowest_folder
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -93,14 +94,8 @@ def _package_dir(name: str) -> Path | None:
 
 
 def _model_folder(root: Path) -> Path | None:
-    """``root`` or the shallowest folder below it with a config, safetensors weights and vocab."""
-    if model_files_present(root):
-        return root
-    found = sorted(
-        (p.parent for p in root.rglob(CONFIG_FILE) if model_files_present(p.parent)),
-        key=lambda p: (len(p.parts), str(p)),
-    )
-    return found[0] if found else None
+    """``root`` or the shallowest folder just below it with a config, safetensors weights and vocab."""
+    return shallowest_folder(root, model_files_present)
 
 
 def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> Path:

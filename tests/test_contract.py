@@ -38,8 +38,15 @@ import numpy as np
 import pytest
 
 import nlu_engine.persistence
-from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component, ComponentConfig
-from nlu_engine.config import load_config, parameters, validate_params
+from nlu_engine.component import (
+    DENSE_FEATURES,
+    FEATURES,
+    SPARSE_FEATURES,
+    Component,
+    ComponentConfig,
+    config_fields,
+)
+from nlu_engine.config import load_config, validate_params
 from nlu_engine.message import Message
 from nlu_engine.model import Model, train
 from nlu_engine.pipeline import Pipeline
@@ -105,7 +112,7 @@ NEEDS: dict[str, list[str]] = {
 # --- building the pipeline ----------------------------------------------------------------------
 def tiny_params(name: str) -> dict[str, Any]:
     cls = component_class(name)
-    accepted = parameters(cls)
+    accepted = config_fields(cls.Config)
     params = {k: v for k, v in FAST_PARAMS.items() if k in accepted}
     params.update(TINY_PARAMS.get(name, {}))
     return params
@@ -241,7 +248,7 @@ def check_init_only_stores(name: str, cls: type[Component], given: dict[str, Any
     assert events == [], f"{name}.__init__ touched the filesystem or imported: {events[:5]}"
     assert configured.get_config() == full, f"{name}.get_config() does not return its parameters"
     assert default.get_config() == cls.Config().as_dict() == validate_params(cls, {}, name)
-    assert set(full) == set(parameters(cls))
+    assert set(full) == set(config_fields(cls.Config))
     assert set(vars(configured)) == {"config"}, (
         f"{name}.__init__ sets more than its config: {sorted(set(vars(configured)) - {'config'})}"
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +32,8 @@ WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
+
+logger = logging.getLogger(__name__)
 
 
 class DIETClassifier(IntentClassifier, EntityExtractor):
@@ -299,17 +301,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def _report_misaligned(self, examples: list[Message]) -> None:
         if not self.config.entity_recognition:
             return
-        bad = []
-        for message in examples:
-            for entity in bilou.misaligned_entities(message.tokens.get(TEXT, []), message.entities):
-                bad.append(f"'{entity.get('value', '')}' ({entity['entity']}) in '{message.text}'")
-        if bad:
-            shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-            print(
-                f"warning: DIETClassifier: {len(bad)} entity annotation(s) do not fall on token "
-                f"boundaries and are ignored: {shown}",
-                file=sys.stderr,
-            )
+        notice = bilou.misaligned_notice(self.component_name(), examples)
+        if notice:
+            logger.warning(notice)
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:

@@ -50,24 +50,6 @@ def similarity(a: tf.Tensor, b: tf.Tensor, kind: SimilarityType = "inner") -> tf
     return tf.reduce_sum(a * b, axis=-1)
 
 
-def confidences_from_similarities(
-    sims: tf.Tensor, model_confidence: Literal["softmax", "linear_norm", "auto"] = "softmax"
-) -> tf.Tensor:
-    """Similarities [B, N] -> confidences [B, N].
-
-    ``softmax`` is Rasa 3's only choice; ``linear_norm`` (Rasa 2.x) clips negatives to 0 and
-    divides by the row sum; ``auto`` returns the raw similarities (Rasa's margin-loss mode).
-    """
-    if model_confidence == "softmax":
-        return tf.nn.softmax(sims, axis=-1)
-    if model_confidence == "linear_norm":
-        clipped = tf.maximum(sims, 0.0)
-        return tf.math.divide_no_nan(clipped, tf.reduce_sum(clipped, axis=-1, keepdims=True))
-    if model_confidence == "auto":
-        return sims
-    raise ValueError(f"model_confidence must be 'softmax', 'linear_norm' or 'auto', got {model_confidence!r}")
-
-
 def _same_label(target_ids: tf.Tensor, candidate_ids: tf.Tensor) -> tf.Tensor:
     """1.0 where a candidate has the target's label: [B, ...], [B, n, ...] -> [B, n] float32."""
     equal = tf.equal(candidate_ids, tf.expand_dims(target_ids, axis=1))  # [B, n, ...]

@@ -34,7 +34,9 @@ from nlu_engine.pipeline import Pipeline
 from nlu_engine.registry import check_loadable, component_class_for_loading
 
 MANIFEST = "manifest.json"
-MAX_MEMBERS = 10_000
+MAX_MEMBERS = 10_000  # members and the folders they imply
+MAX_NAME = 1024  # characters in a member name
+MAX_DEPTH = 32  # parts in a member name
 MAX_UNPACKED_BYTES = 2 * 1024**3  # the default extraction limit, or RATIO_LIMIT x the archive
 RATIO_LIMIT = 200
 MAX_BYTES_ENV = "NLU_ENGINE_MAX_UNPACKED_BYTES"  # overrides the default limit, in bytes
@@ -161,6 +163,10 @@ def extract_archive(
         raise ArchiveError(
             f"model archive '{path}' is not a readable .tar.gz ({error}); retrain or pick another"
         ) from None
+    except (RecursionError, MemoryError):  # chained headers make tarfile recurse
+        raise ArchiveError(
+            f"model archive '{path}' has headers nested too deeply to read; refusing to load"
+        ) from None
     return manifest
 
 
@@ -207,6 +213,7 @@ def _scan_members(
     while (member := tar.next()) is not None:
         if len(members) >= MAX_MEMBERS:
             raise ArchiveError(f"model archive '{path}' has over {MAX_MEMBERS} members; refusing to load")
+        _check_name(path, member.name)
         name = PurePosixPath(member.name)
         if not (member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
             raise ArchiveError(
@@ -233,6 +240,10 @@ def _scan_members(
         explicit.add(key)
         folders.update(key.parents)
         (files if member.isfile() else folders).add(key)
+        if len(folders) + len(files) > MAX_MEMBERS + 1:  # the parents include "."
+            raise ArchiveError(
+                f"model archive '{path}' has over {MAX_MEMBERS} files and folders; refusing to load"
+            )
         declared += member.size if member.isfile() else 0
         if declared > limit:
             raise ArchiveError(
@@ -241,6 +252,15 @@ def _scan_members(
             )
         members.append(member)
     return members
+
+
+def _check_name(path: Path, name: str) -> None:
+    """Refuse a member name too long or too deep, before any path is built from it."""
+    if len(name) > MAX_NAME or len(PurePosixPath(name).parts) > MAX_DEPTH:
+        raise ArchiveError(
+            f"model archive '{path}': member {_member(name)} has a name over {MAX_NAME} characters "
+            f"or {MAX_DEPTH} folders deep; refusing to load"
+        )
 
 
 def _read_to_end(path: Path, tar: tarfile.TarFile) -> None:
@@ -387,6 +407,13 @@ def _size(count: int) -> str:
     if count >= 10**9:
         return f"{count / 1e9:.1f} GB"
     return f"{count / 1e6:.1f} MB" if count >= 10**6 else f"{count} bytes"
+
+
+def _member(name: str) -> str:
+    """A member name, quoted, for a one-line message: at most 80 characters of it, printable."""
+    if name.isprintable() and len(name) <= 80:
+        return f"'{name}'"
+    return repr(name[:80]) + ("..." if len(name) > 80 else "")
 
 
 def _shown(value: Any) -> str:

@@ -1,0 +1,121 @@
+"""Tiny hostile archives, each built here byte by byte, are refused in one short line and leave nothing.
+
+Deep or long member names, chained headers, negative sizes, padding after the gzip stream and
+``.npz`` bombs inside an archive: each is an :class:`ArchiveError`, never a crash or a hang.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from nlu_engine import persistence
+from nlu_engine.errors import ArchiveError
+from nlu_engine.model import Model
+
+MANIFEST: dict[str, Any] = {
+    "engine": "nlu_engine", "version": "0.1.0", "language": "en",
+    "pipeline": [{"name": "WhitespaceTokenizer"}], "components": ["components/0_W"],
+}
+
+
+@pytest.fixture(autouse=True)
+def private_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Extraction folders go under the test's own folder, so we can see what is left behind."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    return scratch
+
+
+def header(name: str, size: int = 0, kind: bytes = tarfile.REGTYPE) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.type = size, kind
+    return info.tobuf(tarfile.USTAR_FORMAT)
+
+
+def pax(name: str, fields: dict[str, str]) -> bytes:
+    """A pax extended header whose fields apply to the next member (e.g. a long ``path``)."""
+    return tarfile.TarInfo(name)._create_pax_generic_header(fields, tarfile.XHDTYPE, "utf-8")  # type: ignore[attr-defined]
+
+
+def padded(data: bytes) -> bytes:
+    return data + bytes(-len(data) % 512)
+
+
+def archive(path: Path, *parts: bytes, manifest: dict[str, Any] = MANIFEST) -> Path:
+    """A .tar.gz of the manifest, the component folder, then ``parts`` (raw tar blocks)."""
+    data = json.dumps(manifest).encode()
+    raw = [header("manifest.json", len(data)), padded(data), header("components/0_W", kind=tarfile.DIRTYPE)]
+    path.write_bytes(gzip.compress(b"".join([*raw, *parts, bytes(1024)])))
+    return path
+
+
+def member(name: str, data: bytes = b"x") -> bytes:
+    """A member of any name length (a pax header carries a long one) and its contents."""
+    if len(name) <= 100:
+        return header(name, len(data)) + padded(data)
+    return pax("pax", {"path": name}) + header("long", len(data)) + padded(data)
+
+
+def refused(path: Path, *fragments: str) -> str:
+    with pytest.raises(ArchiveError) as info:
+        Model.load(path)
+    message = str(info.value)
+    assert "\n" not in message and len(message) < 300, message
+    for fragment in fragments:
+        assert fragment in message, message
+    return message
+
+
+def test_a_plain_built_archive_loads(tmp_path: Path, private_tempdir: Path) -> None:
+    model = Model.load(archive(tmp_path / "ok.tar.gz", member("components/0_W/a/b.txt")))
+    assert model.parse("hi there")["text"] == "hi there"
+    assert list(private_tempdir.iterdir()) == []
+
+
+# --- deep and long names, chained headers: refused before anything is written -----------------------
+@pytest.mark.parametrize("depth", [33, 2_000, 300_000])
+def test_a_deep_member_name_is_refused(tmp_path: Path, private_tempdir: Path, depth: int) -> None:
+    bad = archive(tmp_path / "deep.tar.gz", member("/".join(["a"] * depth)))
+    assert bad.stat().st_size < 2_000
+    refused(bad, "32 folders deep")
+    assert list(private_tempdir.iterdir()) == []
+
+
+def test_a_long_member_name_is_refused(tmp_path: Path, private_tempdir: Path) -> None:
+    bad = archive(tmp_path / "long.tar.gz", member("components/0_W/" + "n" * 2_000))
+    refused(bad, "over 1024 characters", "components/0_W/nnn")
+    assert list(private_tempdir.iterdir()) == []
+
+
+def test_implied_folders_count_toward_the_member_limit(
+    tmp_path: Path, private_tempdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(persistence, "MAX_MEMBERS", 100)
+    names = ["/".join([f"d{i}", *["a"] * 30]) for i in range(5)]  # 5 members, 155 folders
+    bad = archive(tmp_path / "folders.tar.gz", *[member(n) for n in names])
+    refused(bad, "over 100 files and folders")
+    assert list(private_tempdir.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", [tarfile.XGLTYPE, tarfile.GNUTYPE_LONGNAME])
+def test_chained_headers_are_refused(tmp_path: Path, private_tempdir: Path, kind: bytes) -> None:
+    info = tarfile.TarInfo("chain")
+    if kind == tarfile.XGLTYPE:
+        block = info._create_pax_generic_header({"comment": "x"}, kind, "utf-8")  # type: ignore[attr-defined]
+    else:
+        block = info._create_gnu_long_header("b" * 10, kind, "utf-8", "strict")  # type: ignore[attr-defined]
+    bad = tmp_path / "chain.tar.gz"
+    data = json.dumps(MANIFEST).encode()
+    tail = header("manifest.json", len(data)) + padded(data) + bytes(1024)
+    bad.write_bytes(gzip.compress(block * 3_000 + tail))
+    assert bad.stat().st_size < 20_000
+    refused(bad, "nested too deeply")
+    assert list(private_tempdir.iterdir()) == []

@@ -7,17 +7,21 @@ Deep or long member names, chained headers, negative sizes, padding after the gz
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from nlu_engine import persistence
 from nlu_engine.errors import ArchiveError
 from nlu_engine.model import Model
+from nlu_engine.npz import load_npz
 
 MANIFEST: dict[str, Any] = {
     "engine": "nlu_engine", "version": "0.1.0", "language": "en",
@@ -119,3 +123,46 @@ def test_chained_headers_are_refused(tmp_path: Path, private_tempdir: Path, kind
     assert bad.stat().st_size < 20_000
     refused(bad, "nested too deeply")
     assert list(private_tempdir.iterdir()) == []
+
+
+# --- an .npz inside the archive may not inflate past its budget --------------------------------------
+def npz(shape: tuple[int, ...], data_bytes: int) -> bytes:
+    """A compressed .npz whose ``coef`` declares ``shape`` of float64 and holds ``data_bytes`` zeros."""
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": "<f8", "fortran_order": False, "shape": shape})
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zipped:
+        zipped.writestr("coef.npy", head.getvalue() + bytes(data_bytes))
+        one = io.BytesIO()
+        np.save(one, np.zeros(1))
+        zipped.writestr("intercept.npy", one.getvalue())
+    return out.getvalue()
+
+
+def test_an_npz_bomb_in_an_archive_is_refused(tmp_path: Path, private_tempdir: Path) -> None:
+    bomb = npz((4 * 1024**2,), 32 * 1024**2)  # 32 MiB of zeros
+    assert len(bomb) < 100_000
+    folder = "components/0_LogisticRegressionClassifier"
+    manifest = {**MANIFEST, "pipeline": [{"name": "LogisticRegressionClassifier"}], "components": [folder]}
+    data = json.dumps(manifest).encode()
+    raw = [header("manifest.json", len(data)), padded(data), header(folder, kind=tarfile.DIRTYPE),
+           member(f"{folder}/weights.npz", bomb), member(f"{folder}/classes.json", b'["a"]')]
+    bad = tmp_path / "npzbomb.tar.gz"
+    bad.write_bytes(gzip.compress(b"".join([*raw, bytes(1024)])))
+    refused(bad, "'0_LogisticRegressionClassifier/weights.npz' would inflate to", "refusing to load")
+    assert list(private_tempdir.iterdir()) == []
+
+
+def test_an_npz_array_larger_than_its_data_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "c" / "weights.npz"
+    path.parent.mkdir()
+    path.write_bytes(npz((10**12,), 8))
+    with pytest.raises(ArchiveError, match=r"'coef\.npy' declares more data than it holds"):
+        load_npz(path)
+
+
+def test_a_plain_npz_loads(tmp_path: Path) -> None:
+    path = tmp_path / "weights.npz"
+    np.savez(path, coef=np.arange(6.0).reshape(2, 3), intercept=np.ones(2))
+    arrays = load_npz(path)
+    assert arrays["coef"].shape == (2, 3) and list(arrays["intercept"]) == [1.0, 1.0]

@@ -44,6 +44,7 @@ MAX_MANIFEST_BYTES = 64 * 1024**2
 CHUNK = 1024**2  # bytes per read while extracting
 MAX_READ = 16 * 1024**2  # the largest single read tarfile may make (a header is far smaller)
 MAX_TAIL = 1024**2  # padding allowed after the tar end marker
+GZIP_TRAILER = 8  # bytes of CRC and length that end a gzip stream
 
 
 def _read_umask() -> int:
@@ -109,13 +110,14 @@ def extraction_limit(path: Path, max_bytes: int | None = None) -> int:
     """The most bytes an archive may unpack to.
 
     ``max_bytes`` if given, else ``$NLU_ENGINE_MAX_UNPACKED_BYTES``, else the smaller of 2 GiB and
-    200 times the archive's size: model files (JSON, ``.npz`` weights) compress a few times at
-    most, while a decompression bomb compresses by a factor of a thousand.
+    200 times the archive's size, zero padding after its gzip stream not counted: model files
+    (JSON, ``.npz`` weights) compress a few times at most, while a decompression bomb compresses
+    by a factor of a thousand.
     """
     if max_bytes is None:
         text = os.environ.get(MAX_BYTES_ENV, "").strip()
         if not text:
-            return min(MAX_UNPACKED_BYTES, RATIO_LIMIT * path.stat().st_size)
+            return min(MAX_UNPACKED_BYTES, RATIO_LIMIT * _compressed_size(path))
         try:
             max_bytes = int(text)
         except ValueError:
@@ -128,6 +130,25 @@ def extraction_limit(path: Path, max_bytes: int | None = None) -> int:
     if max_bytes < 1:
         raise ArchiveError(f"the extraction limit must be a positive number of bytes, not {max_bytes}")
     return max_bytes
+
+
+def _compressed_size(path: Path) -> int:
+    """The archive's size without zero padding after its gzip stream (gzip skips such padding).
+
+    Up to :data:`GZIP_TRAILER` zero bytes may be the stream's own trailer (its CRC and length).
+    """
+    size = path.stat().st_size
+    zeros = 0
+    with open(path, "rb") as file:
+        while zeros < size:
+            step = min(CHUNK, size - zeros)
+            file.seek(size - zeros - step)
+            block = file.read(step)
+            stripped = len(block.rstrip(b"\0"))
+            zeros += step - stripped
+            if stripped:
+                break
+    return size - max(0, zeros - GZIP_TRAILER)
 
 
 def extract_archive(

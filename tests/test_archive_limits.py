@@ -166,3 +166,20 @@ def test_a_plain_npz_loads(tmp_path: Path) -> None:
     np.savez(path, coef=np.arange(6.0).reshape(2, 3), intercept=np.ones(2))
     arrays = load_npz(path)
     assert arrays["coef"].shape == (2, 3) and list(arrays["intercept"]) == [1.0, 1.0]
+
+
+# --- zero padding after the gzip stream does not raise the ratio limit -----------------------------
+def test_zero_padding_after_the_gzip_stream_does_not_raise_the_limit(tmp_path: Path) -> None:
+    bomb = archive(tmp_path / "bomb.tar.gz", member("components/0_W/big.bin", bytes(10 * 1024**2)))
+    size = bomb.stat().st_size
+    refused(bomb, "declares over")
+    with bomb.open("ab") as file:
+        file.write(bytes(100 * size))  # gzip skips trailing zeros
+    assert 200 * size <= persistence.extraction_limit(bomb) <= 200 * (size + 8)  # the trailer's slack
+    refused(bomb, "declares over")
+
+
+def test_the_gzip_trailer_counts_toward_the_size(tmp_path: Path) -> None:
+    path = tmp_path / "ok.tar.gz"
+    path.write_bytes(b"\x1f\x8b" + bytes(100))
+    assert persistence.extraction_limit(path) == 200 * (2 + 8)

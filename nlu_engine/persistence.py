@@ -238,13 +238,13 @@ def _scan_members(
         name = PurePosixPath(member.name)
         if not (member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' is a link or special file, not a "
+                f"model archive '{path}': member {_member(member.name)} is a link or special file, not a "
                 "plain file or folder; refusing to load"
             )
         target = (destination / member.name).resolve()
         if name.is_absolute() or ".." in name.parts or not target.is_relative_to(destination):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' would be written outside the "
+                f"model archive '{path}': member {_member(member.name)} would be written outside the "
                 "model folder; refusing to load"
             )
         key = PurePosixPath(target.relative_to(destination).as_posix())
@@ -255,7 +255,7 @@ def _scan_members(
             or key == PurePosixPath(".")
         ):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' clashes with another (the same "
+                f"model archive '{path}': member {_member(member.name)} clashes with another (the same "
                 "name twice, or a file and a folder of one name); refusing to load"
             )
         explicit.add(key)
@@ -466,7 +466,7 @@ def load_pipeline(
         try:
             cls = component_class_for_loading(name, allow_components)
             params = validate_params(
-                cls, {k: v for k, v in raw.items() if k != "name"}, f"{where}: {name}"
+                cls, {k: v for k, v in raw.items() if k != "name"}, name
             )
         except ConfigError as error:
             raise ArchiveError(f"model archive '{where}': {error}") from None

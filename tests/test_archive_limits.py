@@ -183,3 +183,22 @@ def test_the_gzip_trailer_counts_toward_the_size(tmp_path: Path) -> None:
     path = tmp_path / "ok.tar.gz"
     path.write_bytes(b"\x1f\x8b" + bytes(100))
     assert persistence.extraction_limit(path) == 200 * (2 + 8)
+
+
+# --- refusals are one short line -------------------------------------------------------------------
+def test_a_parameter_key_with_a_newline_is_one_line(tmp_path: Path) -> None:
+    manifest = {**MANIFEST, "pipeline": [{"name": "WhitespaceTokenizer", "evil\nsecond line": 1}]}
+    bad = archive(tmp_path / "key.tar.gz", manifest=manifest)
+    message = refused(bad, "unknown parameter 'evil\\nsecond line'")
+    assert message.count(str(bad)) == 1, "the archive's path is named once"
+
+
+def test_a_long_member_name_is_shortened_in_every_refusal(tmp_path: Path) -> None:
+    name = "components/0_W/" + "/".join(["abcdefghijklmnopqrstuvwxyz"] * 30)  # under both caps
+    link = tarfile.TarInfo("link")  # the pax header gives its name
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    bad = archive(tmp_path / "link.tar.gz", pax("pax", {"path": name}) + link.tobuf(tarfile.USTAR_FORMAT))
+    refused(bad, "'components/0_W/abcdefghij", "...", "is a link or special file")
+    bad = archive(tmp_path / "twice.tar.gz", member(name), member(name))
+    refused(bad, "...", "clashes with another")
+

@@ -235,6 +235,11 @@ def _scan_members(
         if len(members) >= MAX_MEMBERS:
             raise ArchiveError(f"model archive '{path}' has over {MAX_MEMBERS} members; refusing to load")
         _check_name(path, member.name)
+        if member.size < 0:  # a pax header may declare any size
+            raise ArchiveError(
+                f"model archive '{path}': member {_member(member.name)} has a negative size; "
+                "refusing to load"
+            )
         name = PurePosixPath(member.name)
         if not (member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
             raise ArchiveError(

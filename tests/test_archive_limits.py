@@ -202,3 +202,9 @@ def test_a_long_member_name_is_shortened_in_every_refusal(tmp_path: Path) -> Non
     bad = archive(tmp_path / "twice.tar.gz", member(name), member(name))
     refused(bad, "...", "clashes with another")
 
+
+
+def test_a_negative_member_size_is_refused(tmp_path: Path, private_tempdir: Path) -> None:
+    negative = pax("pax", {"size": "-1024"}) + header("components/0_W/f")
+    refused(archive(tmp_path / "negative.tar.gz", negative), "'components/0_W/f'", "negative size")
+    assert list(private_tempdir.iterdir()) == []

@@ -103,7 +103,7 @@ def test_implied_folders_count_toward_the_member_limit(
     tmp_path: Path, private_tempdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(persistence, "MAX_MEMBERS", 100)
-    names = ["/".join([f"d{i}", *["a"] * 30]) for i in range(5)]  # 5 members, 155 folders
+    names = ["/".join([f"d{i}", *["a"] * 30]) for i in range(5)]  # a few deep members, many folders
     bad = archive(tmp_path / "folders.tar.gz", *[member(n) for n in names])
     refused(bad, "over 100 files and folders")
     assert list(private_tempdir.iterdir()) == []
@@ -140,7 +140,7 @@ def npz(shape: tuple[int, ...], data_bytes: int) -> bytes:
 
 
 def test_an_npz_bomb_in_an_archive_is_refused(tmp_path: Path, private_tempdir: Path) -> None:
-    bomb = npz((4 * 1024**2,), 32 * 1024**2)  # 32 MiB of zeros
+    bomb = npz((4 * 1024**2,), 32 * 1024**2)
     assert len(bomb) < 100_000
     folder = "components/0_LogisticRegressionClassifier"
     manifest = {**MANIFEST, "pipeline": [{"name": "LogisticRegressionClassifier"}], "components": [folder]}

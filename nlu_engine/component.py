@@ -103,7 +103,7 @@ def build_config(config_class: type[ComponentConfig], params: dict[str, Any]) ->
         if key not in known:
             allowed = ", ".join(sorted(known)) or "none"
             raise ConfigError(
-                f"unknown parameter '{key}'{closest(str(key), known)}; allowed: {allowed}"
+                f"unknown parameter {str(key)[:80]!r}{closest(str(key), known)}; allowed: {allowed}"
             )
     for key, f in known.items():
         if key not in params and f.default is f.default_factory is dataclasses.MISSING:

@@ -19,7 +19,8 @@ PACKAGE = ROOT / "nlu_engine"
 
 #: from the bottom up; a module belongs to the stage of the longest entry that prefixes its name
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("nlu_engine.errors", "nlu_engine.nn", "nlu_engine.paths", "nlu_engine.threads")),
+    ("foundation", ("nlu_engine.errors", "nlu_engine.nn", "nlu_engine.npz", "nlu_engine.paths",
+                    "nlu_engine.threads")),
     ("message/training_data", ("nlu_engine.message", "nlu_engine.training_data")),
     ("component contract", ("nlu_engine.component",)),
     ("model loaders", ("nlu_engine.loaders",)),

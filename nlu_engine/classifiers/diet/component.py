@@ -22,6 +22,7 @@ from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, In
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
+from nlu_engine.npz import load_npz
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -409,10 +410,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})
-        with np.load(directory / "label_features.npz", allow_pickle=False) as f:
-            component.label_features_ = f["label_features"].astype(np.float32)
-        with np.load(directory / WEIGHTS_FILE, allow_pickle=False) as f:
-            stored = {name: f[name] for name in f.files}
+        label_features = load_npz(directory / "label_features.npz")["label_features"]
+        component.label_features_ = label_features.astype(np.float32)
+        stored = load_npz(directory / WEIGHTS_FILE)
         weights, component.quantized_ = {}, {}
         for name, w in stored.items():
             if name.endswith(INT8):

@@ -144,9 +144,9 @@ def finetune_pipeline(
         if not changed[i]:
             component, outcome = old, Outcome(name, REUSED)
         else:
-            component, outcome = _resume_or_train(new, old, work, options, from_scratch)
-            outcome.name = name
-            if outcome.decision == RETRAINED and component.processes_training_data:
+            component, decision, reason = _resume_or_train(new, old, work, options, from_scratch)
+            outcome = Outcome(name, decision, reason=reason)
+            if decision == RETRAINED and component.processes_training_data:
                 from_scratch = from_scratch or name
         if component.processes_training_data and i < last:
             component.process(work.messages)
@@ -162,20 +162,21 @@ def finetune_pipeline(
 
 def _resume_or_train(
     new: Component, old: Component, data: TrainingData, options: FinetuneOptions, from_scratch: str
-) -> tuple[Component, Outcome]:
-    """``new`` resumed from ``old``, or a fresh instance trained from scratch, and the outcome."""
+) -> tuple[Component, str, str]:
+    """``new`` resumed from ``old``, or a fresh instance trained from scratch; the decision and,
+    for a training from scratch, why."""
     if from_scratch:
         reason = f"{from_scratch} before it was trained from scratch"
     else:
         try:
             new.finetune(data, old, options)
-            return new, Outcome("", RESUMED)
+            return new, RESUMED, ""
         except CannotResume as error:
             reason = str(error) or "cannot resume"
     fresh = type(new)(new.config)  # nothing a failed attempt left behind
     fresh.index, fresh.language = new.index, new.language
     fresh.train(data)
-    return fresh, Outcome("", RETRAINED, reason=reason)
+    return fresh, RETRAINED, reason
 
 
 def summary_lines(outcomes: list[Outcome]) -> list[str]:

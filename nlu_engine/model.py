@@ -12,7 +12,7 @@ from typing import Any
 
 from nlu_engine.component import FinetuneOptions
 from nlu_engine.config import PipelineConfig, load_config
-from nlu_engine.errors import ConfigError
+from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.finetune import fingerprints
 from nlu_engine.pipeline import Pipeline, _stderr
 from nlu_engine.training_data.training_data import TrainingData
@@ -76,7 +76,6 @@ def finetune_model(
     (:func:`nlu_engine.finetune.check_compatible`), the data. Each component is reused, resumed
     or trained from scratch (:func:`nlu_engine.finetune.finetune_pipeline`).
     """
-    from nlu_engine.errors import ArchiveError
     from nlu_engine.finetune import check_compatible, finetune_pipeline, summary_lines
     from nlu_engine.persistence import load_archive, newest_archive, save_archive
     from nlu_engine.registry import allowed_components
@@ -96,7 +95,7 @@ def finetune_model(
     allowed = custom_components(config) if config is not None else []
     previous, manifest, base = load_archive(base, allowed_components(allowed))
     if config is None:
-        config = {**previous.config.as_dict()}
+        config = previous.config.as_dict()
     cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
     check_compatible(previous.config, cfg, str(base))
     path = Path(out) / f"{_archive_name(fixed_model_name, unique_in=Path(out))}.tar.gz"

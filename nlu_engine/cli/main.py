@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "in --out) on the data, which may add intents, entity types and "
                             "words; --config defaults to the model's")
     train.add_argument("--epoch-fraction", type=float, default=None, metavar="F",
-                       help="with --finetune: the share of a full training's epochs (default 0.5)")
+                       help="with --finetune: the share of a full training's epochs (default 0.3)")
     train.add_argument("--rehearsal-fraction", type=float, default=None, metavar="F",
                        help="with --finetune: the share of the examples the model already knew "
                             "mixed into each epoch (default 0.2)")

@@ -139,6 +139,19 @@ def test_diet_does_not_see_a_new_synonym(tiny: TrainingData) -> None:
     assert [a == b for a, b in zip(base, after, strict=True)] == [True, True, True, False]
 
 
+def test_the_regex_featurizer_sees_the_regex_and_lookup_sections_only(tiny: TrainingData) -> None:
+    steps = [LOGREG_STEPS[0], {"name": "RegexFeaturizer"}, *LOGREG_STEPS[1:4]]
+    cfg = config(steps)
+    components = Pipeline.build(cfg).components
+    base = fingerprints(cfg, components, tiny)
+    more = tiny.with_messages([*tiny.messages, Message("good evening", intent="greet")])
+    assert [a == b for a, b in zip(base, fingerprints(cfg, components, more), strict=True)] == \
+        [True, True, False, False, False]
+    lookup = dataclasses.replace(tiny, lookup_tables=[{"name": "city", "elements": ["Oslo"]}])
+    assert [a == b for a, b in zip(base, fingerprints(cfg, components, lookup), strict=True)] == \
+        [True, False, False, False, False]  # the featurizers after it see its new columns
+
+
 # --- decisions ---------------------------------------------------------------------------------------
 def test_no_data_change_reuses_everything_without_featurizing(
     tiny: TrainingData, monkeypatch: pytest.MonkeyPatch

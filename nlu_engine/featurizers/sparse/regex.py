@@ -109,6 +109,11 @@ class RegexFeaturizer(Featurizer):
         self._compiled = compile_patterns(patterns, self.config.case_sensitive)
         self.patterns_ = patterns
 
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The regex and lookup sections: its patterns come from them alone."""
+        return TrainingData(regex_features=data.regex_features,
+                            lookup_tables=data.lookup_tables).fingerprint()
+
     def finetune(
         self, data: TrainingData, previous: Component, options: FinetuneOptions
     ) -> None:

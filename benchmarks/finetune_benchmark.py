@@ -79,7 +79,8 @@ def reduced_data(full: TrainingData, held_out: list[str]) -> tuple[TrainingData,
 
 
 def scores(archive: Path, test: TrainingData, held_out: list[str]) -> dict[str, float]:
-    """Headline scores on the test set and each held-out intent's recall (fractions)."""
+    """Headline scores on the test set, each held-out intent's recall and the intent accuracy on
+    the test examples of the other intents, which measures forgetting (fractions)."""
     model = Model.load(archive)
     predictions = model.parse_batch([m.text for m in test.messages])
     evaluation = evaluate(test.messages, predictions)
@@ -87,6 +88,9 @@ def scores(archive: Path, test: TrainingData, held_out: list[str]) -> dict[str, 
     report = evaluation.intent.report if evaluation.intent else {}
     for name in held_out:
         result[f"recall_{name}"] = float((report.get(name) or {}).get("recall", 0.0))
+    known = [(m.intent, p["intent"]["name"]) for m, p in zip(test.messages, predictions, strict=True)
+             if m.intent not in held_out]
+    result["known_intent_accuracy"] = sum(g == p for g, p in known) / max(len(known), 1)
     return result
 
 
@@ -128,14 +132,14 @@ def experiment(train: Path, test: Path, held_out: list[str], overrides: list[str
         "overrides": overrides, "fractions": fractions, "runs": runs,
         "model_load_s": round(load_s, 2),
         "scores": {name: scores(models / f"{name}.tar.gz", test_data, held_out)
-                   for name in ("finetuned", "full")},
+                   for name in ("base", "finetuned", "full")},
         "decisions": {name: finetune_outcomes(models / f"{name}.tar.gz")
                       for name in ("finetuned", "no_change")},
     }
 
 
-def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
-    """(what, figure, target, met) per target of the issue."""
+def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(what, figure, target, met) per target of the issue (met None: a figure without one)."""
     runs, tuned, full = result["runs"], result["scores"]["finetuned"], result["scores"]["full"]
     ratio = runs["finetuned"]["wall_s"] / runs["full"]["wall_s"]
     rows = [("fine-tune wall time / full training's",
@@ -150,6 +154,11 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
         recall = tuned[f"recall_{name}"]
         rows.append((f"recall of {name}", f"{100 * recall:.2f} (full {100 * full[f'recall_{name}']:.2f})",
                      f">= {100 * TARGETS['held_out_recall']:.0f}", recall >= TARGETS["held_out_recall"]))
+    known = {name: 100 * result["scores"][name]["known_intent_accuracy"]
+             for name in ("base", "finetuned", "full")}
+    rows.append(("intent accuracy on the other intents' test examples (forgetting)",
+                 f"{known['finetuned']:.2f} (before {known['base']:.2f}, full {known['full']:.2f})",
+                 "(reported)", None))
     retrained = [n for n, d in result["decisions"]["no_change"].items() if d != "reused"]
     rest = runs["no_change"]["wall_s"] - result["model_load_s"]
     rows.append(("no-change fine-tune", f"{runs['no_change']['wall_s']} s (model load "
@@ -161,7 +170,7 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
 
 def markdown(result: dict[str, Any]) -> str:
     lines = ["| | measured | target | met |", "|---|---|---|---|"]
-    lines += [f"| {what} | {figure} | {target} | {'yes' if met else 'no'} |"
+    lines += [f"| {what} | {figure} | {target} | {'' if met is None else 'yes' if met else 'no'} |"
               for what, figure, target, met in verdicts(result)]
     return "\n".join(lines)
 

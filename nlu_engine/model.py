@@ -27,17 +27,19 @@ def train(
     log: Callable[[str], None] | None = _stderr,
     finetune: str | Path | bool | None = None,
     finetune_options: FinetuneOptions | None = None,
+    allow_components: Iterable[str] | None = None,
 ) -> Path:
     """Validate the config, read the data, train and write ``out/<name>.tar.gz``.
 
     ``finetune``: continue a trained model on the data instead of training from scratch (see
     :func:`finetune_model`); an archive, a folder (its newest archive) or True (the newest in
-    ``out``).
+    ``out``). ``allow_components``: custom component classes that model may import, beyond those
+    ``config`` names.
     """
     if finetune is not None and finetune is not False:
         base = Path(out) if finetune is True else Path(finetune)
         return finetune_model(base, config, data, out, fixed_model_name, overrides, log,
-                              finetune_options)
+                              finetune_options, allow_components)
     from nlu_engine.persistence import save_archive
     from nlu_engine.training_data import load_data
 
@@ -67,11 +69,13 @@ def finetune_model(
     overrides: list[str] | None = None,
     log: Callable[[str], None] | None = _stderr,
     options: FinetuneOptions | None = None,
+    allow_components: Iterable[str] | None = None,
 ) -> Path:
     """Continue the model ``base`` (an archive, or a folder's newest) on ``data`` and write a new
     archive in ``out``; ``base`` is left as it is.
 
-    ``config`` None means the model's own config (with ``overrides``). Everything is checked
+    ``config`` None means the model's own config (with ``overrides``). The model may import the
+    custom components ``config`` names and those in ``allow_components``. Everything is checked
     before anything trains: the archive, the config against the model's
     (:func:`nlu_engine.finetune.check_compatible`), the data. Each component is reused, resumed
     or trained from scratch (:func:`nlu_engine.finetune.finetune_pipeline`).
@@ -92,7 +96,7 @@ def finetune_model(
             ) from None
     elif not base.is_file():
         raise ArchiveError(f"no model to fine-tune: '{base}' does not exist; {advice}")
-    allowed = custom_components(config) if config is not None else []
+    allowed = [*(allow_components or []), *(custom_components(config) if config is not None else [])]
     previous, manifest, base = load_archive(base, allowed_components(allowed))
     if config is None:
         config = previous.config.as_dict()

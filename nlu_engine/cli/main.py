@@ -57,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--rehearsal-fraction", type=float, default=None, metavar="F",
                        help="with --finetune: the share of the examples the model already knew "
                             "mixed into each epoch (default 0.2)")
+    allow.add_arguments(train, config=False)  # with --finetune: the model's custom components
     train.set_defaults(func=cmd_train)
 
     parse = commands.add_parser("parse", help="parse a message, or one message per line of stdin")
@@ -106,11 +107,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     fractions = {"epoch_fraction": args.epoch_fraction, "rehearsal_fraction": args.rehearsal_fraction}
     given = {key: value for key, value in fractions.items() if value is not None}
-    if given and args.finetune is None:
-        flags = ", ".join("--" + key.replace("_", "-") for key in given)
-        raise NLUError(f"{flags} only apply with --finetune")
+    if (given or args.allow_component) and args.finetune is None:
+        flags = ["--" + key.replace("_", "-") for key in given]
+        flags += ["--allow-component"] if args.allow_component else []
+        raise NLUError(f"{', '.join(flags)} only apply with --finetune")
     train(args.config, args.data, out=args.out, fixed_model_name=args.fixed_model_name,
-          overrides=args.set, finetune=args.finetune, finetune_options=FinetuneOptions(**given))
+          overrides=args.set, finetune=args.finetune, finetune_options=FinetuneOptions(**given),
+          allow_components=args.allow_component)
     return 0
 
 

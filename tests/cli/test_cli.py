@@ -327,6 +327,7 @@ def test_finetune_reports_what_it_reused_resumed_and_retrained(tmp_path: Path, t
         (["--finetune", "logreg.tar.gz", "--set", "CountVectorsFeaturizer.max_ngram=2"],
          ["'max_ngram' = 1 in the model and 2 in the config"]),
         (["--epoch-fraction", "0.5"], ["--epoch-fraction only apply with --finetune"]),
+        (["--allow-component", "a.b.C"], ["--allow-component only apply with --finetune"]),
         (["--finetune", "logreg.tar.gz", "--rehearsal-fraction", "2"],
          ["rehearsal-fraction must be a number from 0 to 1, got 2.0"]),
     ],

@@ -131,12 +131,17 @@ def test_fingerprints_follow_config_data_and_upstream(tiny: TrainingData) -> Non
 def test_diet_does_not_see_a_new_synonym(tiny: TrainingData) -> None:
     """The featurizers and DIET learn from the examples; a new synonym only reaches the synonym
     mapper, so fine-tuning retrains that alone."""
-    steps = [*LOGREG_STEPS[:2], {"name": "DIETClassifier"}, {"name": "EntitySynonymMapper"}]
+    steps = [*LOGREG_STEPS[:2], {"name": "DIETClassifier"}, {"name": "EntitySynonymMapper"},
+             {"name": "ResponseSelector"}]
     cfg = config(steps)
     components = Pipeline.build(cfg).components
     more = dataclasses.replace(tiny, synonyms={**tiny.synonyms, "big apple": "New York"})
     base, after = fingerprints(cfg, components, tiny), fingerprints(cfg, components, more)
-    assert [a == b for a, b in zip(base, after, strict=True)] == [True, True, True, False]
+    assert [a == b for a, b in zip(base, after, strict=True)] == [True, True, True, False, True]
+    answers = dataclasses.replace(tiny, responses={"utter_faq/hours": [{"text": "9 to 5"}]})
+    changed = fingerprints(cfg, components, answers)
+    # new responses reach the response selector (and the synonym mapper, which sees all the data)
+    assert [a == b for a, b in zip(base, changed, strict=True)] == [True, True, True, False, False]
 
 
 def test_the_regex_featurizer_sees_the_regex_and_lookup_sections_only(tiny: TrainingData) -> None:

@@ -192,7 +192,7 @@ class ResponseSelector(DIETClassifier):
 
     def data_fingerprint(self, data: TrainingData) -> str:
         """The examples and the responses section."""
-        return data.fingerprint()
+        return TrainingData(messages=data.messages, responses=data.responses).fingerprint()
 
     def _prepare_labels(self, data: TrainingData) -> bool:
         """Retrieval intents and responses from ``data``; whether it has examples to train on."""

@@ -293,7 +293,8 @@ def test_finetune_an_archive_from_before_fine_tuning(tmp_path: Path) -> None:
     old = PROJECT_ROOT / "tests" / "fixtures" / "archive_0.1.0"
     lines: list[str] = []
     path = train(None, old / "nlu.yml", out=tmp_path, finetune=old / "model.tar.gz", log=lines.append,
-                 overrides=["DIETClassifier.run_eagerly=true", "ResponseSelector.run_eagerly=true"])
+                 overrides=["DIETClassifier.run_eagerly=true", "ResponseSelector.run_eagerly=true",
+                            "DIETClassifier.epochs=1", "ResponseSelector.epochs=1"])
     outcomes = {c["name"]: c for c in nlu_engine.load(str(path)).manifest["finetune"]["components"]}
     assert outcomes["CountVectorsFeaturizer"]["decision"] == "resumed"
     assert outcomes["RegexFeaturizer"]["decision"] == "resumed"

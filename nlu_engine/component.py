@@ -68,8 +68,8 @@ class FinetuneOptions:
     ``learning_rate_fraction``: the learning-rate schedule starts again, from this share of the
     configured learning rate.
 
-    The defaults keep a fine-tune's training work to a small part of a full training's (a third
-    of the epochs, each over the new examples and a fifth of the known ones), so that start-up,
+    The defaults keep a fine-tune's training work to a small part of a full training's (0.3 of
+    the epochs, each over the new examples and 0.2 of the known ones), so that start-up,
     featurizing the data and tracing the graphs, which a fine-tune pays in full, still leave it
     well under a full training's time; the stored network has learned the rest.
     """

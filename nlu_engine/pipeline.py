@@ -19,6 +19,13 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def fresh_copies(data: TrainingData) -> TrainingData:
+    """The data with every example copied without tokens or features: tokenizers and featurizers
+    annotate what they train on, and the caller's data (reused for another fold, pipeline or
+    fine-tuning) must not collect duplicate features."""
+    return data.with_messages([_fresh_copy(m) for m in data.messages])
+
+
 def _fresh_copy(message: Message) -> Message:
     """The example without tokens or features (gold annotations copied, not shared)."""
     return dataclasses.replace(
@@ -52,9 +59,7 @@ class Pipeline:
         """Train each component in order; tokenizers and featurizers then annotate the data."""
         if not data.messages:
             raise DataError("the training data holds no examples; add intents with examples")
-        # Tokenizers and featurizers annotate the examples they train on: work on copies, so the
-        # caller's data (reused for another fold or another pipeline) gets no duplicate features.
-        data = data.with_messages([_fresh_copy(m) for m in data.messages])
+        data = fresh_copies(data)
         total = len(self.components)
         for i, component in enumerate(self.components):
             name = component.component_name()

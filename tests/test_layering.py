@@ -29,7 +29,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("classifiers/extractors", ("nlu_engine.classifiers", "nlu_engine.extractors")),
     # the registry names every component and the config validates against them
     ("pipeline/persistence", ("nlu_engine.registry", "nlu_engine.config", "nlu_engine.pipeline",
-                              "nlu_engine.persistence")),
+                              "nlu_engine.persistence", "nlu_engine.finetune")),
     ("model", ("nlu_engine.model",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),

@@ -142,6 +142,7 @@ class SpacyNLP(Component):
 
     provides = (SPACY_DOC,)
     processes_training_data = True
+    learns_from_data = False
 
     @dataclass(frozen=True, kw_only=True)
     class Config(Component.Config):

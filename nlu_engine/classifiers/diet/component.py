@@ -12,13 +12,23 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier, param
+from nlu_engine.component import (
+    ENTITIES,
+    FEATURES,
+    INTENT,
+    CannotResume,
+    Component,
+    EntityExtractor,
+    FinetuneOptions,
+    IntentClassifier,
+    param,
+)
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
@@ -28,6 +38,7 @@ from nlu_engine.training_data.training_data import TrainingData
 
 PREDICT_BATCH = 64
 WEIGHTS_FILE = "weights.npz"
+EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
@@ -120,6 +131,12 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                     f"({self.number_of_attention_heads})"
                 )
 
+        # how long and how visibly training runs: a fine-tuning config may change these
+        finetune_free: ClassVar[frozenset[str]] = frozenset({
+            "epochs", "show_progress", "run_eagerly", "max_micro_batch_size",
+            "tensorboard_log_directory", "tensorboard_log_level",
+        })
+
         def notices(self) -> list[str]:
             if not self.share_hidden_layers:
                 return []
@@ -137,6 +154,11 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     def labels_in(self, data: TrainingData, examples: list[Message]) -> list[str]:
         return sorted({label for m in examples if (label := self.label_of(m))})
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The examples only: the synonym, regex and lookup sections reach DIET through the
+        components before it."""
+        return data.fingerprint(sections=False)
 
     # --- parameters the network reads -----------------------------------------------------
     def network_params(self) -> dict[str, Any]:
@@ -198,8 +220,19 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             tags=tags,
         )
 
+    def _blocks(self, message: Message, attribute: str, kind: str,
+                origins: list[str] | None = None) -> list[list[Any]]:
+        """[origin, width] of each sparse block ``features_for`` stacks side by side, in order:
+        fine-tuning maps the stored input rows block by block onto grown vocabularies."""
+        return [[f.origin, int(f.matrix.shape[1])] for f in message.features
+                if f.attribute == attribute and f.kind == kind and f.is_sparse
+                and (not origins or f.origin in origins)]
+
     def _learn_vocabularies(self, data: TrainingData, examples: list[Message]) -> None:
         first = examples[0]
+        origins = self.config.featurizers or None
+        self.seq_blocks_ = self._blocks(first, TEXT, "sequence", origins)
+        self.sent_blocks_ = self._blocks(first, TEXT, "sentence", origins)
         seq = self._features(first, "sequence", True)
         sent = self._features(first, "sentence", True)
         dseq = self._features(first, "sequence", False)
@@ -249,11 +282,31 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             if parts:
                 rows[str(label)] = np.concatenate(parts)
         if len(rows) == n and n and len({r.shape for r in rows.values()}) == 1:
+            first = next(m for m in examples if self.label_of(m) in rows)
+            seq = first.features_for(self.label_attribute, "sequence", True)
+            kind = "sequence" if seq is not None else "sentence"
+            self.label_blocks_: list[list[Any]] | None = self._blocks(first, self.label_attribute, kind)
             return np.stack([rows[name] for name in self.intents_]).astype(np.float32)
+        self.label_blocks_ = []  # one-hot: a column per intent
         return np.eye(n, dtype=np.float32)
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
+        self._fit(data)
+
+    def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
+        """Continue the stored network on ``data`` (``resume.py``): input tables, label table
+        and tag heads grow with the new n-grams, intents and tags; every epoch trains on the new
+        and changed examples plus ``options.rehearsal_fraction`` of the old ones, for
+        ``options.epoch_fraction`` of a full training's epochs, with the learning-rate schedule
+        started again at ``options.learning_rate_fraction`` of ``learning_rate``."""
+        if type(previous) is not type(self) or not getattr(previous, "weights_", None):
+            raise CannotResume("no stored network")
+        self._fit(data, previous, options)
+
+    def _fit(self, data: TrainingData, previous: DIETClassifier | None = None,
+             options: FinetuneOptions | None = None) -> None:
+        """Train, from scratch or (``previous``) resuming from a stored model."""
         examples = [m for m in data.messages if self.label_of(m) and m.tokens.get(TEXT)]
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
@@ -269,8 +322,13 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
         self._seed()
         label_features = self._label_features(examples)
+        resume = None
+        if previous is not None:
+            from nlu_engine.classifiers.diet.resume import plan
+
+            resume = plan(previous, self, examples, options or FinetuneOptions())
         encoded = self._encode(examples, with_targets=True)
-        network, self.history_ = fit(self, params, encoded, label_features)
+        network, self.history_ = fit(self, params, encoded, label_features, resume=resume)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
         exported = network.export_weights()
@@ -291,6 +349,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             else:
                 self.weights_[name] = _half(weights)
         self.label_features_ = label_features
+        from nlu_engine.classifiers.diet.resume import example_hashes
+
+        self.example_hashes_ = example_hashes(examples, self.label_of)
         self._build_predict()
 
     def _seed(self) -> None:
@@ -378,6 +439,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             stored[f"{name}{INT8}"], stored[f"{name}{SCALE}"] = q, scale
         np.savez_compressed(directory / WEIGHTS_FILE, **stored)
         np.savez(directory / "label_features.npz", label_features=self.label_features_)
+        np.savez_compressed(directory / EXAMPLES_FILE, hashes=self.example_hashes_)
         state = {
             "format": WEIGHTS_FORMAT,
             "intents": self.intents_,
@@ -388,6 +450,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             "dense_seq_dim": self.dense_seq_dim_,
             "dense_sent_dim": self.dense_sent_dim_,
             "weight_shapes": {name: list(w.shape) for name, w in self.weights_.items()},
+            "input_blocks": {"sequence": self.seq_blocks_, "sentence": self.sent_blocks_,
+                             "label": self.label_blocks_},
             "history": self.history_,
         }
         (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
@@ -410,6 +474,13 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})
+        blocks = state.get("input_blocks") or {}  # absent before fine-tuning existed
+        component.seq_blocks_ = blocks.get("sequence")
+        component.sent_blocks_ = blocks.get("sentence")
+        component.label_blocks_ = blocks.get("label")
+        component.example_hashes_ = None
+        if (directory / EXAMPLES_FILE).is_file():
+            component.example_hashes_ = load_npz(directory / EXAMPLES_FILE)["hashes"].astype(np.uint64)
         label_features = load_npz(directory / "label_features.npz")["label_features"]
         component.label_features_ = label_features.astype(np.float32)
         stored = load_npz(directory / WEIGHTS_FILE)

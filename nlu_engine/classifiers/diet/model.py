@@ -388,35 +388,31 @@ class DIETNetwork(keras.Model):
 
 
     # ------------------------------------------------------------------------------------------
-    def export_weights(self) -> dict[str, np.ndarray]:
-        """What prediction needs, by the names of ``weight_names`` (read by ``inference.py``):
-        kernels with their connection masks applied; training-only weights (mask vector, MLM
-        heads) left out."""
-        out: dict[str, np.ndarray] = {}
+    def named_variables(self) -> dict[str, tuple[Any, Any]]:
+        """Prediction's weights by the names of ``weight_names``: (variable, its connection mask
+        or None). Training-only weights (mask vector, MLM heads) are left out."""
+        out: dict[str, tuple[Any, Any]] = {}
 
         def dense(name: str, layer: RandomlyConnectedDense) -> None:
             if not hasattr(layer, "kernel"):
                 return  # never built: this network does not use the layer
-            kernel = np.asarray(layer.kernel)
-            if layer.kernel_mask is not None:
-                kernel = kernel * np.asarray(layer.kernel_mask)
-            out[names.kernel(name)] = kernel.astype(np.float32)
+            out[names.kernel(name)] = (layer.kernel, layer.kernel_mask)
             if layer.bias is not None:
-                out[names.bias(name)] = np.asarray(layer.bias, np.float32)
+                out[names.bias(name)] = (layer.bias, None)
 
         def ffnn(name: str, stack: Ffnn) -> None:
             for i, layer in enumerate(stack.hidden):
                 dense(names.hidden(name, i), layer)
 
         def norm(name: str, layer: keras.layers.LayerNormalization) -> None:
-            out[names.gamma(name)] = np.asarray(layer.gamma, np.float32)
-            out[names.beta(name)] = np.asarray(layer.beta, np.float32)
+            out[names.gamma(name)] = (layer.gamma, None)
+            out[names.beta(name)] = (layer.beta, None)
 
         for name, bag, vocab in ((names.SEQ_BAG, self.seq_bag, self.spec.seq_vocab),
                                  (names.SENT_BAG, self.sent_bag, self.spec.sent_vocab)):
             if vocab:
-                out[names.kernel(name)] = np.asarray(bag.kernel, np.float32)
-                out[names.bias(name)] = np.asarray(bag.bias, np.float32)
+                out[names.kernel(name)] = (bag.kernel, None)
+                out[names.bias(name)] = (bag.bias, None)
         if self.unify:
             ffnn(names.SEQ_UNIFY, self.seq_unify)
             ffnn(names.SENT_UNIFY, self.sent_unify)
@@ -434,7 +430,7 @@ class DIETNetwork(keras.Model):
                 for name, table in ((layer.key_relative, attention.key_relative_embeddings),
                                     (layer.value_relative, attention.value_relative_embeddings)):
                     if table is not None:
-                        out[name] = np.asarray(table, np.float32)
+                        out[name] = (table, None)
                 norm(layer.ffn_norm, block.ffn_norm)
                 dense(layer.ffn_in, block.ffn_in)
                 dense(layer.ffn_out, block.ffn_out)
@@ -446,10 +442,32 @@ class DIETNetwork(keras.Model):
             dense(names.LABEL_EMBED, self.label_embed.dense)
         for kind in self.tag_crf:
             dense(names.tag_logits(kind), self.tag_logits[kind])
-            out[names.transitions(kind)] = np.asarray(self.tag_crf[kind].transitions, np.float32)
+            out[names.transitions(kind)] = (self.tag_crf[kind].transitions, None)
         if len(self.tag_crf) > 1:
             dense(names.ENTITY_TAG_EMBED, self.entity_tag_embed.dense)
         return out
+
+    def export_weights(self) -> dict[str, np.ndarray]:
+        """What prediction needs, by the names of ``weight_names`` (read by ``inference.py``):
+        float32 arrays, kernels with their connection masks applied."""
+        out: dict[str, np.ndarray] = {}
+        for name, (variable, mask) in self.named_variables().items():
+            value = np.asarray(variable, np.float32)
+            out[name] = value * np.asarray(mask, np.float32) if mask is not None else value
+        return out
+
+    def import_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Assign exported weights (``export_weights``' names and shapes) to the variables, e.g.
+        a stored model's to resume training from. A kernel with a live weight its connection
+        mask drops is refused (ValueError): the mask would silently discard it."""
+        variables = self.named_variables()
+        for name, value in weights.items():
+            variable, mask = variables[name]
+            if tuple(variable.shape) != value.shape:
+                raise ValueError(f"'{name}' has shape {value.shape}, the network {tuple(variable.shape)}")
+            if mask is not None and np.any(value * (1.0 - np.asarray(mask, np.float32))):
+                raise ValueError(f"'{name}' has weights its connection mask drops")
+            variable.assign(value.astype(np.float32))
 
 
 def all_labels_as_negatives(

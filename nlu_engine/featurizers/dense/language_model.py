@@ -193,6 +193,8 @@ def load_model(folder: Path, precision: str = "float32") -> LoadedModel:
 class LanguageModelFeaturizer(DenseFeaturizer):
     """Frozen BERT-family token and sentence vectors (see the module doc)."""
 
+    learns_from_data = False  # frozen: fine-tuning keeps it as it is
+
     @dataclass(frozen=True, kw_only=True)
     class Config(DenseFeaturizer.Config):
         model_name: Literal["bert"] = "bert"

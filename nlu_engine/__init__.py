@@ -17,11 +17,16 @@ def train(
     out: str = "models",
     fixed_model_name: str | None = None,
     overrides: list[str] | None = None,
+    domain: str | None = None,
 ) -> str:
-    """Train a pipeline on Rasa training data and write a model archive; returns its path."""
+    """Train a pipeline on Rasa training data and write a model archive; returns its path.
+
+    ``data`` may be a Rasa project's data folder (stories and rules are skipped); ``domain``, its
+    domain file, adds the responses of retrieval intents."""
     from nlu_engine.model import train as _train
 
-    return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides))
+    return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides,
+                      domain=domain))
 
 
 def load(path: str, allow_components: list[str] | None = None) -> Model:

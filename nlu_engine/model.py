@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -13,6 +14,8 @@ from nlu_engine.config import PipelineConfig, load_config
 from nlu_engine.pipeline import Pipeline, _stderr
 from nlu_engine.training_data.training_data import TrainingData
 
+logger = logging.getLogger(__name__)
+
 
 def train(
     config: str | Path | dict[str, Any] | PipelineConfig | None,
@@ -21,16 +24,20 @@ def train(
     fixed_model_name: str | None = None,
     overrides: list[str] | None = None,
     log: Callable[[str], None] | None = _stderr,
+    domain: str | Path | None = None,
 ) -> Path:
-    """Validate the config, read the data, train and write ``out/<name>.tar.gz``."""
+    """Validate the config, read the data, train and write ``out/<name>.tar.gz``.
+
+    ``data`` may be a Rasa project's data folder: stories and rules are skipped and counted;
+    ``domain`` (a Rasa domain file or folder) adds the responses of retrieval intents.
+    """
     from nlu_engine.persistence import save_archive
-    from nlu_engine.training_data import load_data
 
     cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
     if log:
         for notice in cfg.notices:
             log(f"notice: {notice}")
-    training_data = data if isinstance(data, TrainingData) else load_data(data)
+    training_data, domain_labels = _training_data(data, domain, log)
     pipeline = Pipeline.build(cfg)
     start = time.perf_counter()
     pipeline.train(training_data, log=log)
@@ -49,11 +56,39 @@ def train(
         "fingerprint": {"data": training_data.fingerprint(), "config": config_hash},
         "training_seconds": round(seconds, 2),
         "num_examples": len(training_data.messages),
+        **({"domain": domain_labels} if domain_labels else {}),
     }
     path = save_archive(pipeline, Path(out) / f"{name}.tar.gz", extra)
     if log:
         log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return path
+
+
+def _training_data(
+    data: str | Path | list[str | Path] | TrainingData,
+    domain: str | Path | None,
+    log: Callable[[str], None] | None,
+) -> tuple[TrainingData, dict[str, list[str]] | None]:
+    """The training data (a project's NLU, with the domain's responses) and the domain's intents
+    and entities (kept in the manifest for ``/intent`` messages)."""
+    from nlu_engine.training_data.domain import read_domain
+    from nlu_engine.training_data.project import add_domain_responses, read_project
+
+    if isinstance(data, TrainingData):
+        found = read_domain(domain) if domain is not None else None
+        if found is not None:
+            add_domain_responses(data, found)
+    else:
+        project = read_project(data, domain)
+        for entry in project.skipped_files:
+            logger.warning(f"skipped {entry}")
+        notice = project.notice()
+        if log and notice:
+            log(f"notice: {notice}")
+        data, found = project.data, project.domain
+    if found is None:
+        return data, None
+    return data, {"intents": list(found.intents), "entities": sorted(found.entities)}
 
 
 def custom_components(config: str | Path | dict[str, Any] | PipelineConfig) -> list[str]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from nlu_engine.config import PipelineConfig, load_config
 from nlu_engine.pipeline import Pipeline, _stderr
+from nlu_engine.training_data.domain import DEFAULT_INTENTS
+from nlu_engine.training_data.intent_message import unpack_intent_message
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -135,7 +137,30 @@ class Model:
         return self.parse_batch([text])[0]
 
     def parse_batch(self, texts: list[str], batch_size: int = 256) -> list[dict[str, Any]]:
-        results: list[dict[str, Any]] = []
-        for i in range(0, len(texts), batch_size):
-            results.extend(self.pipeline.parse_batch(texts[i : i + batch_size]))
-        return results
+        """Parse results in order; a message naming its intent (``/greet``, a Rasa button's
+        payload) gets that intent, as from Rasa (``training_data.intent_message``)."""
+        named = {i: found for i, text in enumerate(texts) if text.lstrip().startswith("/")
+                 and (found := unpack_intent_message(text, *self._known_labels())) is not None}
+        rest = [text for i, text in enumerate(texts) if i not in named] if named else texts
+        parsed: list[dict[str, Any]] = []
+        for i in range(0, len(rest), batch_size):
+            parsed.extend(self.pipeline.parse_batch(rest[i : i + batch_size]))
+        if not named:
+            return parsed
+        others = iter(parsed)
+        return [named[i] if i in named else next(others) for i in range(len(texts))]
+
+    def _known_labels(self) -> tuple[set[str], set[str] | None]:
+        """The intents a ``/intent`` message may name (the model's, the domain's and Rasa's
+        defaults) and, when the model was trained with a domain, the entity types it may set."""
+        labels, domain = self.manifest.get("labels"), self.manifest.get("domain")
+        intents = {*_names(labels, "intents"), *_names(domain, "intents"), *DEFAULT_INTENTS}
+        if not isinstance(domain, dict):
+            return intents, None
+        return intents, {*_names(labels, "entities"), *_names(domain, "entities")}
+
+
+def _names(section: Any, key: str) -> list[str]:
+    """The strings listed under ``key`` of a manifest section (an archive is untrusted data)."""
+    values = section.get(key) if isinstance(section, dict) else None
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []

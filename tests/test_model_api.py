@@ -156,3 +156,26 @@ def test_keyword_classifier_keeps_an_earlier_prediction(tmp_path: Path, tiny_dat
     matched = model.parse("oh hi")
     assert matched["intent"] == {"name": "greet", "confidence": 1.0}
     assert len(matched["intent_ranking"]) == 3  # the earlier ranking is kept
+
+
+def test_intent_messages_in_a_batch_keep_their_place(model: Model) -> None:
+    texts = ["hello there", "/check_order", "fly from Madrid to Paris", '/greet{"city": "Rome"}']
+    results = model.parse_batch(texts)
+    assert [r["text"] for r in results] == texts
+    assert results[0] == model.parse("hello there") and results[2] == model.parse(texts[2])
+    assert results[1]["intent"] == {"name": "check_order", "confidence": 1.0}
+    # without a domain in the model, entities of any type are kept (as Rasa without a domain)
+    assert [(e["entity"], e["value"]) for e in results[3]["entities"]] == [("city", "Rome")]
+
+
+def test_a_domain_at_training_is_kept_for_intent_messages(tmp_path: Path, tiny_data_path: Path) -> None:
+    domain = tmp_path / "domain.yml"
+    domain.write_text("intents: [greet, book_flight, check_order, button_only]\nentities: [city]\n")
+    archive = nlu_engine.train(LOGREG, str(tiny_data_path), out=str(tmp_path), fixed_model_name="d",
+                               domain=str(domain))
+    model = nlu_engine.load(archive)
+    assert model.manifest["domain"] == {"intents": ["greet", "book_flight", "check_order", "button_only"],
+                                        "entities": ["city"]}
+    result = model.parse('/button_only{"city": "Rome", "size": "large"}')
+    assert result["intent"]["name"] == "button_only"
+    assert [e["entity"] for e in result["entities"]] == ["city"]

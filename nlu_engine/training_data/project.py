@@ -111,7 +111,8 @@ def _read_file(path: Path, project: Project, explicit: bool) -> TrainingData | N
     content = read_text_file(path)
     if detect_format(path, content) != "yaml":
         return load_file(path, explicit=explicit)
-    if not NLU_MARKERS.search(content):
+    looks_nlu = NLU_MARKERS.search(content) is not None
+    if not looks_nlu:
         # not NLU data: a broken file is skipped, not an error (Rasa reads the stories)
         try:
             document = yaml.load(content, Loader=_Loader)
@@ -123,7 +124,9 @@ def _read_file(path: Path, project: Project, explicit: bool) -> TrainingData | N
                                          "data in it; fix it before Rasa reads it")
             return None
         _count_dialogue(document, path, project)
-    data = parse_rasa_yaml(content, source=str(path), base_dir=path.parent)
+    data = parse_rasa_yaml(content, source=str(path), base_dir=path.parent)  # errors name the line
+    if looks_nlu and _DIALOGUE_MARKERS.search(content):  # NLU and stories in one file
+        _count_dialogue(yaml.load(content, Loader=_Loader), path, project)
     if data is not None and not is_empty(data):
         return data
     if explicit and not _DIALOGUE_MARKERS.search(content):

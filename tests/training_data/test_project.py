@@ -204,3 +204,9 @@ def test_a_folder_with_only_stories_has_no_nlu(tmp_path: Path) -> None:
     write(tmp_path / "stories.yml", STORIES)
     with pytest.raises(DataError, match="no NLU training data"):
         read_project(tmp_path)
+
+
+def test_nlu_and_stories_in_one_file(tmp_path: Path) -> None:
+    write(tmp_path / "all.yml", NLU + STORIES.removeprefix('version: "3.1"\n'))
+    found = read_project(tmp_path)
+    assert len(found.data.messages) == 4 and found.skipped == {"stories": 2}

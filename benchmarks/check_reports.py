@@ -55,7 +55,7 @@ def token_label(start: int, end: int, entities: list[dict]) -> str:
     if best is None:
         return "no_entity"
     parts = [str(best[k]) for k in ("entity", "group", "role") if best.get(k) not in (None, "")]
-    return "#".join(parts)
+    return ".".join(parts)
 
 
 def greedy_overlap(gold: list[tuple], predicted: list[tuple]) -> int:

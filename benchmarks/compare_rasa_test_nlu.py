@@ -8,7 +8,11 @@ project's config.yml and domain.yml on the same 80 % (Rasa 3.6 through its venv,
 default /tmp/rasa-ref) and test on the same 20 % with their own test command. Printed and written
 to JSON (default benchmark_results/compare_rasa_test_nlu.json): the result files only one engine
 wrote, for each report both wrote the keys only one has, and side by side intent accuracy (fallback
-undone in both), response selection accuracy and each extractor's token-level micro F1. One run.
+undone in both), response selection accuracy and each extractor's token-level micro F1. From the
+intent successes and errors (`--successes`), each engine's intent confidences: percentiles, the
+share of test messages below each threshold 0.1 ... 0.9 (what a FallbackClassifier with that
+threshold would catch, leaving out its ambiguity rule), and the threshold at which nlu_engine's
+share is closest to Rasa's at the config's FallbackClassifier threshold. One run.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 RASA_VENV = Path(os.environ.get("RASA_VENV", "/tmp/rasa-ref"))
@@ -55,6 +61,36 @@ def headline(results: Path) -> dict[str, Any]:
         micro = report.get("micro avg") or {}
         figures[f"{path.stem.removesuffix('_report')} token micro F1"] = micro.get("f1-score")
     return figures
+
+
+def confidences(results: Path) -> list[float]:
+    """The intent confidence of every test message (successes and errors; fallback undone)."""
+    rows = []
+    for name in ("intent_successes.json", "intent_errors.json"):
+        path = results / name
+        rows += json.loads(path.read_text()) if path.is_file() else []
+    return sorted(float(r["intent_prediction"]["confidence"] or 0.0) for r in rows)
+
+
+def threshold_figures(ours: list[float], rasa: list[float], config_threshold: float) -> dict[str, Any]:
+    thresholds = [round(0.1 * i, 1) for i in range(1, 10)]
+
+    def below(values: list[float], t: float) -> float:
+        return sum(v < t for v in values) / len(values) if values else 0.0
+
+    def percentiles(values: list[float]) -> dict[str, float]:
+        return {f"p{p}": values[min(len(values) - 1, int(p / 100 * len(values)))] for p in (5, 10, 25, 50)}
+
+    target = below(rasa, config_threshold)
+    grid = [round(0.05 * i, 2) for i in range(1, 20)]
+    matched = min(grid, key=lambda t: (abs(below(ours, t) - target), -t))
+    return {
+        "messages": len(ours),
+        "percentiles": {"ours": percentiles(ours), "rasa": percentiles(rasa)},
+        "below": {f"{t:.1f}": {"ours": below(ours, t), "rasa": below(rasa, t)} for t in thresholds},
+        "config_threshold": config_threshold, "rasa_below_config_threshold": target,
+        "ours_threshold_for_that_share": matched, "ours_share_there": below(ours, matched),
+    }
 
 
 def compare(ours: Path, rasa: Path) -> dict[str, Any]:
@@ -92,11 +128,19 @@ def main() -> int:
                                "rasa"], work, work / "rasa_train.log"),
         }
         seconds["ours test"] = run([*cli, "test", "-m", str(work / "ours.tar.gz"), "--data", str(test),
-                                    "--out", str(work / "ours_results")],
+                                    "--out", str(work / "ours_results"), "--successes"],
                                    project, work / "ours_test.log")
         seconds["rasa test"] = run([rasa, "test", "nlu", "-m", str(work / "rasa.tar.gz"), "--nlu", str(test),
-                                    "--out", str(work / "rasa_results")], work, work / "rasa_test.log")
+                                    "--out", str(work / "rasa_results"), "--successes"],
+                                   work, work / "rasa_test.log")
         result = compare(work / "ours_results", work / "rasa_results")
+        config = yaml.safe_load((project / "config.yml").read_text(encoding="utf-8"))
+        fallback = [s for s in config.get("pipeline") or [] if s.get("name") == "FallbackClassifier"]
+        threshold = float(fallback[0].get("threshold", 0.3)) if fallback else 0.3
+        result["confidences"] = threshold_figures(confidences(work / "ours_results"),
+                                                  confidences(work / "rasa_results"), threshold)
+        summary = json.loads((work / "ours_results" / "summary.json").read_text())
+        result["ours_fallback_rate"] = summary["intent"].get("fallback_rate")
         result.update({"project": str(project), "seconds": {k: round(v, 1) for k, v in seconds.items()},
                        "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count()})
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -19,10 +19,10 @@ Intents (as Rasa's ``rasa test nlu``):
 
 Entities, per extractor (the ``extractor`` field of each predicted entity):
     * token level (Rasa): each token of the parse result's ``text_tokens`` gets the label of the
-      entity overlapping it most (``type``, or ``type#group#role`` when those are set), else
+      entity overlapping it most (``type``, or ``type.group.role`` when those are set), else
       ``no_entity``; the report is ``classification_report`` over all tokens with the labels of
-      the gold tokens other than ``no_entity`` (so its averages leave ``no_entity`` out, and it
-      has a ``micro avg`` instead of ``accuracy``), plus ``confused_with``.
+      the gold tokens other than ``no_entity`` (its averages leave ``no_entity`` out; its
+      ``accuracy`` counts every token, as Rasa's), plus ``confused_with``.
     * ``span_exact`` (conlleval): a predicted entity is correct when an unmatched gold entity has
       the same type and exactly the same character span.
     * ``span_overlap`` (HERMIT, as the DIET paper scores NLU-Evaluation-Data): a predicted entity
@@ -62,8 +62,7 @@ UNKNOWN_EXTRACTOR = "unknown_extractor"
 AVERAGES = ("accuracy", "micro avg", "macro avg", "weighted avg")
 SPAN_EXACT = "span_exact"
 SPAN_OVERLAP = "span_overlap"
-#: thresholds at which the share of messages below them is reported
-FALLBACK_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+FALLBACK_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # share of messages below each
 
 #: (type, start, end) with ``end`` exclusive
 Span = tuple[str, int, int]
@@ -134,13 +133,15 @@ def classification_report(
     return report
 
 
-def complete_report(report: dict[str, Any]) -> dict[str, Any]:
-    """Rasa's ``make_classification_report_complete``: a report with ``accuracy`` gets a
-    ``micro avg`` whose scores are the accuracy (in place; also returned)."""
+def complete_report(report: dict[str, Any], accuracy: float | None = None) -> dict[str, Any]:
+    """Rasa's ``make_classification_report_complete`` (in place; also returned): a report with
+    ``accuracy`` gets a ``micro avg`` of the accuracy; one with ``micro avg`` gets ``accuracy``."""
     if "accuracy" in report and "micro avg" not in report and "macro avg" in report:
-        accuracy = report["accuracy"]
-        report["micro avg"] = {"precision": accuracy, "recall": accuracy, "f1-score": accuracy,
+        value = report["accuracy"]
+        report["micro avg"] = {"precision": value, "recall": value, "f1-score": value,
                                "support": report["macro avg"]["support"]}
+    elif "micro avg" in report and "accuracy" not in report and accuracy is not None:
+        report["accuracy"] = accuracy
     return report
 
 
@@ -218,8 +219,7 @@ def predicted_intent(result: Mapping[str, Any]) -> tuple[str | None, float]:
 
 
 def undo_fallback(result: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
-    """``(result as if no FallbackClassifier ran, whether it fell back)``, as Rasa's
-    ``undo_fallback_prediction`` (the ranking's second entry, when there is one, is the intent)."""
+    """``(result without the fallback, whether it fell back)``: Rasa's ``undo_fallback_prediction``."""
     if (result.get("intent") or {}).get("name") != FALLBACK_INTENT:
         return result, False
     ranking = result.get("intent_ranking") or []
@@ -333,12 +333,12 @@ def token_labels(
     tokens: Sequence[tuple[int, int]], entities: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """Rasa's label per token: the entity overlapping it most (the first on a tie) as
-    ``type[#group][#role]``, or ``no_entity``."""
+    ``type[.group][.role]`` (Rasa's ``_concat_entity_labels``), or ``no_entity``."""
     labels = []
     for token in tokens:
         parts = [_attribute_label(token, entities, key) for key in ("entity", "group", "role")]
         parts = [part for part in parts if part != OUTSIDE_TAG]
-        labels.append("#".join(parts) if parts else NO_ENTITY_LABEL)
+        labels.append(".".join(parts) if parts else NO_ENTITY_LABEL)
     return labels
 
 
@@ -498,6 +498,7 @@ def evaluate_entities(
         (successes if same else errors).append(row)
     gold_labels = sorted(set(targets) - {NO_ENTITY_LABEL})
     report = classification_report(targets, predictions, gold_labels) if gold_labels else {}
+    complete_report(report, _ratio(sum(map(str.__eq__, targets, predictions)), len(targets)))
     labels, matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, labels, matrix, exclude=[NO_ENTITY_LABEL])
     report[SPAN_EXACT] = span_report(gold_spans, predicted_spans, "exact")

@@ -10,6 +10,10 @@ EXTRAS = {
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
+    # examples/action_server: Rasa's action server SDK. It pins grpcio, protobuf, pydantic,
+    # websockets and (through sanic) multidict to narrow ranges; TensorFlow 2.21 accepts them, so
+    # a fresh install resolves (README: "Custom actions with rasa-sdk").
+    "actions": ["rasa-sdk>=3.21.1,<3.22"],
     # wheel: tests/test_setup.py builds the package without build isolation
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
 }

@@ -6,9 +6,11 @@
 
 Steps: train a model (unless --model is given); pipe the test texts through `nlu-engine parse`
 (JSON lines); run `nlu-engine test` on the same model and test data; recompute every number of
-intent_report.json, intent_errors.json, <Extractor>_report.json (token level, exact and overlap
-spans) and summary.json from the parse lines with the code below (scikit-learn for the
-classification reports, small loops for spans; nothing from nlu_engine.evaluation), and compare.
+intent_report.json, intent_errors.json, response_selection_report.json, <Extractor>_report.json
+(token level, exact and overlap spans) and summary.json from the parse lines with the code below
+(scikit-learn for the classification reports, small loops for spans; nothing from
+nlu_engine.evaluation), and compare. As `rasa test nlu`, an nlu_fallback prediction is undone
+(the ranking's second entry) before intents are scored; the fallback rate is checked too.
 Prints the headline figures, the parse and report-writing times, and exits 1 on any mismatch.
 """
 
@@ -53,7 +55,7 @@ def token_label(start: int, end: int, entities: list[dict]) -> str:
     if best is None:
         return "no_entity"
     parts = [str(best[k]) for k in ("entity", "group", "role") if best.get(k) not in (None, "")]
-    return "#".join(parts)
+    return ".".join(parts)
 
 
 def greedy_overlap(gold: list[tuple], predicted: list[tuple]) -> int:
@@ -84,9 +86,15 @@ def check(golds: list, parses: list[dict], results: Path, checker: Checker) -> d
     from sklearn.metrics import classification_report
 
     figures: dict[str, float] = {}
-    # intents
-    pairs = [(g.intent, (p["intent"] or {}).get("name"), g.text) for g, p in zip(golds, parses, strict=True)
-             if g.intent]
+    # intents, with Rasa's undo_fallback_prediction
+    def undone(parse: dict) -> str | None:
+        name = (parse["intent"] or {}).get("name")
+        ranking = parse.get("intent_ranking") or []
+        return ranking[1]["name"] if name == "nlu_fallback" and len(ranking) >= 2 else name
+
+    pairs = [(g.intent, undone(p), g.text) for g, p in zip(golds, parses, strict=True) if g.intent]
+    fallbacks = sum((p["intent"] or {}).get("name") == "nlu_fallback"
+                    for g, p in zip(golds, parses, strict=True) if g.intent)
     targets = [t for t, _, _ in pairs]
     predictions = [p if p is not None else "" for _, p, _ in pairs]
     report = json.loads((results / "intent_report.json").read_text())
@@ -121,6 +129,9 @@ def check(golds: list, parses: list[dict], results: Path, checker: Checker) -> d
     summary = json.loads((results / "summary.json").read_text())
     checker.same("summary intent accuracy", accuracy, summary["intent"]["accuracy"])
     checker.same("summary intent macro F1", macro_f1, summary["intent"]["macro_f1"])
+    checker.same("summary fallback rate", fallbacks / len(pairs), summary["intent"]["fallback_rate"])
+    figures["fallback rate"] = fallbacks / len(pairs)
+    figures.update(check_responses(golds, parses, results, summary, checker))
     extractors = sorted({e.get("extractor") for p in parses for e in p["entities"]})
     for extractor in extractors:
         path = results / f"{extractor}_report.json"
@@ -172,6 +183,35 @@ def check(golds: list, parses: list[dict], results: Path, checker: Checker) -> d
             figures[f"{extractor} entity {short} F1"] = micro[2]
         figures[f"{extractor} entity token F1 (Rasa)"] = token_expected["micro avg"]["f1-score"]
     return figures
+
+
+def check_responses(golds: list, parses: list[dict], results: Path, summary: dict,
+                    checker: Checker) -> dict[str, float]:
+    """response_selection_report.json against scikit-learn, as Rasa's get_eval_data picks keys."""
+    from sklearn.metrics import classification_report
+
+    if len({g.intent_response_key for g in golds if g.intent_response_key}) < 2:
+        return {}
+    targets, predictions = [], []
+    for gold, parse in zip(golds, parses, strict=True):
+        if not gold.intent_response_key:
+            continue
+        selector = parse.get("response_selector") or {}
+        own = gold.intent in selector.get("all_retrieval_intents", []) and gold.intent in selector
+        response = (selector.get(gold.intent if own else "default") or {}).get("response") or {}
+        targets.append(gold.intent_response_key)
+        predictions.append(response.get("intent_response_key") or "")
+    report = json.loads((results / "response_selection_report.json").read_text())
+    expected = classification_report(targets, predictions, labels=sorted(set(targets)), output_dict=True,
+                                     zero_division=0)
+    for key, row in expected.items():
+        if isinstance(row, dict):
+            for metric in ("precision", "recall", "f1-score", "support"):
+                checker.same(f"response_selection[{key}][{metric}]", row[metric], report[key][metric])
+    accuracy = sum(t == p for t, p in zip(targets, predictions, strict=True)) / len(targets)
+    checker.same("response selection accuracy", accuracy, report["accuracy"])
+    checker.same("summary response selection accuracy", accuracy, summary["response_selection"]["accuracy"])
+    return {"response selection accuracy": accuracy}
 
 
 def main() -> int:

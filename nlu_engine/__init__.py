@@ -20,13 +20,16 @@ def train(
     finetune: str | bool | None = None,
     epoch_fraction: float | None = None,
     rehearsal_fraction: float | None = None,
+    domain: str | None = None,
 ) -> str:
     """Train a pipeline on Rasa training data and write a model archive; returns its path.
 
-    ``finetune``: continue a trained model instead (an archive, a folder's newest, or True for
-    the newest in ``out``); ``config`` may then be None (the model's own). ``epoch_fraction``:
-    the share of a full training's epochs; ``rehearsal_fraction``: the share of the examples the
-    model already knew mixed into each epoch (defaults: ``FinetuneOptions``).
+    ``data`` may be a Rasa project's data folder (stories and rules are skipped); ``domain``, its
+    domain file, adds the responses of retrieval intents. ``finetune``: continue a trained model
+    instead (an archive, a folder's newest, or True for the newest in ``out``); ``config`` may
+    then be None (the model's own). ``epoch_fraction``: the share of a full training's epochs;
+    ``rehearsal_fraction``: the share of the examples the model already knew mixed into each
+    epoch (defaults: ``FinetuneOptions``).
     """
     from nlu_engine.component import FinetuneOptions
     from nlu_engine.model import train as _train
@@ -34,7 +37,7 @@ def train(
     given = {"epoch_fraction": epoch_fraction, "rehearsal_fraction": rehearsal_fraction}
     options = FinetuneOptions(**{k: v for k, v in given.items() if v is not None})
     return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides,
-                      finetune=finetune, finetune_options=options))
+                      finetune=finetune, finetune_options=options, domain=domain))
 
 
 def load(path: str, allow_components: list[str] | None = None) -> Model:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -15,7 +16,11 @@ from nlu_engine.config import PipelineConfig, load_config
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.finetune import fingerprints
 from nlu_engine.pipeline import Pipeline, _stderr
+from nlu_engine.training_data.domain import DEFAULT_INTENTS
+from nlu_engine.training_data.intent_message import unpack_intent_message
 from nlu_engine.training_data.training_data import TrainingData
+
+logger = logging.getLogger(__name__)
 
 
 def train(
@@ -28,9 +33,12 @@ def train(
     finetune: str | Path | bool | None = None,
     finetune_options: FinetuneOptions | None = None,
     allow_components: Iterable[str] | None = None,
+    domain: str | Path | None = None,
 ) -> Path:
     """Validate the config, read the data, train and write ``out/<name>.tar.gz``.
 
+    ``data`` may be a Rasa project's data folder: stories and rules are skipped and counted;
+    ``domain`` (a Rasa domain file or folder) adds the responses of retrieval intents.
     ``finetune``: continue a trained model on the data instead of training from scratch (see
     :func:`finetune_model`); an archive, a folder (its newest archive) or True (the newest in
     ``out``). ``allow_components``: custom component classes that model may import, beyond those
@@ -39,21 +47,20 @@ def train(
     if finetune is not None and finetune is not False:
         base = Path(out) if finetune is True else Path(finetune)
         return finetune_model(base, config, data, out, fixed_model_name, overrides, log,
-                              finetune_options, allow_components)
+                              finetune_options, allow_components, domain)
     from nlu_engine.persistence import save_archive
-    from nlu_engine.training_data import load_data
 
     cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
     if log:
         for notice in cfg.notices:
             log(f"notice: {notice}")
-    training_data = data if isinstance(data, TrainingData) else load_data(data)
+    training_data, domain_labels = _training_data(data, domain, log)
     pipeline = Pipeline.build(cfg)
     start = time.perf_counter()
     pipeline.train(training_data, log=log)
     seconds = time.perf_counter() - start
     extra = _manifest_extra(cfg, training_data, seconds, fingerprints(cfg, pipeline.components,
-                                                                      training_data))
+                                                                      training_data), domain_labels)
     path = save_archive(pipeline, Path(out) / f"{_archive_name(fixed_model_name)}.tar.gz", extra)
     if log:
         log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
@@ -70,6 +77,7 @@ def finetune_model(
     log: Callable[[str], None] | None = _stderr,
     options: FinetuneOptions | None = None,
     allow_components: Iterable[str] | None = None,
+    domain: str | Path | None = None,
 ) -> Path:
     """Continue the model ``base`` (an archive, or a folder's newest) on ``data`` and write a new
     archive in ``out``; ``base`` is left as it is.
@@ -83,7 +91,6 @@ def finetune_model(
     from nlu_engine.finetune import check_compatible, finetune_pipeline, summary_lines
     from nlu_engine.persistence import load_archive, newest_archive, save_archive
     from nlu_engine.registry import allowed_components
-    from nlu_engine.training_data import load_data
 
     base = Path(base)
     advice = "train one first, or name it: --finetune MODEL"
@@ -106,7 +113,7 @@ def finetune_model(
     if path.resolve() == base.resolve():
         raise ConfigError(f"--fixed-model-name '{fixed_model_name}' would replace the model being "
                           "fine-tuned; pick another name")
-    training_data = data if isinstance(data, TrainingData) else load_data(data)
+    training_data, domain_labels = _training_data(data, domain, log)
     if log:
         for notice in [*cfg.notices, *_label_changes(manifest, training_data)]:
             log(f"notice: {notice}")
@@ -121,7 +128,7 @@ def finetune_model(
     if log:
         for line in summary_lines(outcomes):
             log(line)
-    extra = _manifest_extra(cfg, training_data, seconds, current)
+    extra = _manifest_extra(cfg, training_data, seconds, current, domain_labels)
     extra["finetuned_from"] = base.name
     extra["finetune"] = {**dataclasses.asdict(options or FinetuneOptions()),
                          "components": [o.as_dict() for o in outcomes]}
@@ -147,7 +154,11 @@ def _archive_name(fixed_model_name: str | None, unique_in: Path | None = None) -
 
 
 def _manifest_extra(
-    cfg: PipelineConfig, data: TrainingData, seconds: float, component_fingerprints: list[str]
+    cfg: PipelineConfig,
+    data: TrainingData,
+    seconds: float,
+    component_fingerprints: list[str],
+    domain_labels: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     config_hash = hashlib.sha256(
         json.dumps(cfg.as_dict(), sort_keys=True, default=str).encode()
@@ -158,6 +169,7 @@ def _manifest_extra(
         "fingerprints": component_fingerprints,
         "training_seconds": round(seconds, 2),
         "num_examples": len(data.messages),
+        **({"domain": domain_labels} if domain_labels else {}),
     }
 
 
@@ -175,6 +187,33 @@ def _label_changes(manifest: dict[str, Any], data: TrainingData) -> list[str]:
         if removed:
             notices.append(f"{what} no longer in the data, no longer predicted: {', '.join(removed)}")
     return notices
+
+
+def _training_data(
+    data: str | Path | list[str | Path] | TrainingData,
+    domain: str | Path | None,
+    log: Callable[[str], None] | None,
+) -> tuple[TrainingData, dict[str, list[str]] | None]:
+    """The training data (a project's NLU, with the domain's responses) and the domain's intents
+    and entities (kept in the manifest for ``/intent`` messages)."""
+    from nlu_engine.training_data.domain import read_domain
+    from nlu_engine.training_data.project import add_domain_responses, read_project
+
+    if isinstance(data, TrainingData):
+        found = read_domain(domain) if domain is not None else None
+        if found is not None:
+            add_domain_responses(data, found)
+    else:
+        project = read_project(data, domain)
+        for entry in project.skipped_files:
+            logger.warning(f"skipped {entry}")
+        notice = project.notice()
+        if log and notice:
+            log(f"notice: {notice}")
+        data, found = project.data, project.domain
+    if found is None:
+        return data, None
+    return data, {"intents": list(found.intents), "entities": sorted(found.entities)}
 
 
 def custom_components(config: str | Path | dict[str, Any] | PipelineConfig) -> list[str]:
@@ -221,7 +260,30 @@ class Model:
         return self.parse_batch([text])[0]
 
     def parse_batch(self, texts: list[str], batch_size: int = 256) -> list[dict[str, Any]]:
-        results: list[dict[str, Any]] = []
-        for i in range(0, len(texts), batch_size):
-            results.extend(self.pipeline.parse_batch(texts[i : i + batch_size]))
-        return results
+        """Parse results in order; a message naming its intent (``/greet``, a Rasa button's
+        payload) gets that intent, as from Rasa (``training_data.intent_message``)."""
+        named = {i: found for i, text in enumerate(texts) if text.lstrip().startswith("/")
+                 and (found := unpack_intent_message(text, *self._known_labels())) is not None}
+        rest = [text for i, text in enumerate(texts) if i not in named] if named else texts
+        parsed: list[dict[str, Any]] = []
+        for i in range(0, len(rest), batch_size):
+            parsed.extend(self.pipeline.parse_batch(rest[i : i + batch_size]))
+        if not named:
+            return parsed
+        others = iter(parsed)
+        return [named[i] if i in named else next(others) for i in range(len(texts))]
+
+    def _known_labels(self) -> tuple[set[str], set[str] | None]:
+        """The intents a ``/intent`` message may name (the model's, the domain's and Rasa's
+        defaults) and, when the model was trained with a domain, the entity types it may set."""
+        labels, domain = self.manifest.get("labels"), self.manifest.get("domain")
+        intents = {*_names(labels, "intents"), *_names(domain, "intents"), *DEFAULT_INTENTS}
+        if not isinstance(domain, dict):
+            return intents, None
+        return intents, {*_names(labels, "entities"), *_names(domain, "entities")}
+
+
+def _names(section: Any, key: str) -> list[str]:
+    """The strings listed under ``key`` of a manifest section (an archive is untrusted data)."""
+    values = section.get(key) if isinstance(section, dict) else None
+    return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []

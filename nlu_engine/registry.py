@@ -48,6 +48,30 @@ COMPONENTS: dict[str, str] = {
     "RegexEntityExtractor": "nlu_engine.extractors.regex_entities:RegexEntityExtractor",
     "CRFEntityExtractor": "nlu_engine.extractors.crf_entity_extractor:CRFEntityExtractor",
     "EntitySynonymMapper": "nlu_engine.extractors.synonyms:EntitySynonymMapper",
+    "DucklingEntityExtractor": "nlu_engine.extractors.duckling:DucklingEntityExtractor",
+    "SpacyEntityExtractor": "nlu_engine.extractors.spacy_entities:SpacyEntityExtractor",
+}
+
+# Rasa components a config may name that this engine does not build: name -> what to use instead
+# (and why), so a Rasa config.yml fails with one line that says what to write.
+NOT_AVAILABLE: dict[str, str] = {
+    "MitieNLP": "MITIE is not built here; load a language model with SpacyNLP instead",
+    "MitieTokenizer": "MITIE is not built here; use WhitespaceTokenizer (or SpacyTokenizer with "
+                      "SpacyNLP)",
+    "MitieFeaturizer": "MITIE is not built here; for dense word vectors use SpacyFeaturizer "
+                       "(with SpacyNLP and SpacyTokenizer) or LanguageModelFeaturizer",
+    "MitieEntityExtractor": "MITIE is not built here; use CRFEntityExtractor or DIETClassifier",
+    "MitieIntentClassifier": "MITIE is not built here; use SklearnIntentClassifier (the closest: "
+                             "an SVM) or DIETClassifier",
+    "JiebaTokenizer": "Jieba is not built here; for Chinese use SpacyTokenizer with SpacyNLP and "
+                      "a Chinese spaCy pipeline (zh_core_web_sm segments with jieba or pkuseg)",
+    "ConveRTFeaturizer": "ConveRT's weights are no longer published (PolyAI took them offline); "
+                         "use LanguageModelFeaturizer for pre-trained dense features",
+    "ConveRTTokenizer": "removed in Rasa 3.0; use WhitespaceTokenizer",
+    "LanguageModelTokenizer": "removed in Rasa 3.0; use WhitespaceTokenizer before "
+                              "LanguageModelFeaturizer",
+    "HFTransformersNLP": "removed in Rasa 3.0; use LanguageModelFeaturizer with model_weights",
+    "EmbeddingIntentClassifier": "removed in Rasa 2.0; use DIETClassifier",
 }
 
 
@@ -59,6 +83,8 @@ def component_class(name: str) -> type[Component]:
         module_name, class_name = COMPONENTS[name].split(":")
         module = importlib.import_module(module_name)
         return getattr(module, class_name)  # type: ignore[no-any-return]
+    if name in NOT_AVAILABLE:
+        raise ConfigError(f"{name} is not available: {NOT_AVAILABLE[name]}")
     if "." not in name:
         raise ConfigError(
             f"unknown component '{name}'{closest(name, COMPONENTS)}; registered components: "

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.extractors.duckling_stub import DucklingStub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,3 +73,18 @@ def tiny_data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_texts() -> list[str]:
     """Messages to parse with a model trained on the tiny training set."""
     return list(TINY_TEXTS)
+
+
+@pytest.fixture(scope="session")
+def duckling_server() -> Iterator[DucklingStub]:
+    """A local stand-in for a Duckling server (``.url``; ``.requests`` records what it got)."""
+    with DucklingStub() as stub:
+        yield stub
+
+
+@pytest.fixture
+def duckling_url_env(duckling_server: DucklingStub, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``$RASA_DUCKLING_HTTP_URL`` pointing at the stub, which answers normally."""
+    duckling_server.status, duckling_server.garbage = 200, False
+    monkeypatch.setenv("RASA_DUCKLING_HTTP_URL", duckling_server.url)
+    return duckling_server.url

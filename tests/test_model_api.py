@@ -303,3 +303,26 @@ def test_finetune_an_archive_from_before_fine_tuning(tmp_path: Path) -> None:
     assert outcomes["WhitespaceTokenizer"]["decision"] == "reused"
     notice = next(line for line in lines if line.startswith("notice: trained from scratch"))
     assert "DIETClassifier (the model does not record its input layout" in notice
+
+
+def test_intent_messages_in_a_batch_keep_their_place(model: Model) -> None:
+    texts = ["hello there", "/check_order", "fly from Madrid to Paris", '/greet{"city": "Rome"}']
+    results = model.parse_batch(texts)
+    assert [r["text"] for r in results] == texts
+    assert results[0] == model.parse("hello there") and results[2] == model.parse(texts[2])
+    assert results[1]["intent"] == {"name": "check_order", "confidence": 1.0}
+    # without a domain in the model, entities of any type are kept (as Rasa without a domain)
+    assert [(e["entity"], e["value"]) for e in results[3]["entities"]] == [("city", "Rome")]
+
+
+def test_a_domain_at_training_is_kept_for_intent_messages(tmp_path: Path, tiny_data_path: Path) -> None:
+    domain = tmp_path / "domain.yml"
+    domain.write_text("intents: [greet, book_flight, check_order, button_only]\nentities: [city]\n")
+    archive = nlu_engine.train(LOGREG, str(tiny_data_path), out=str(tmp_path), fixed_model_name="d",
+                               domain=str(domain))
+    model = nlu_engine.load(archive)
+    assert model.manifest["domain"] == {"intents": ["greet", "book_flight", "check_order", "button_only"],
+                                        "entities": ["city"]}
+    result = model.parse('/button_only{"city": "Rome", "size": "large"}')
+    assert result["intent"]["name"] == "button_only"
+    assert [e["entity"] for e in result["entities"]] == ["city"]

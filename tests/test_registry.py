@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from nlu_engine.component import Component
+from nlu_engine.config import load_config
 from nlu_engine.errors import ConfigError
 from nlu_engine.registry import (
     COMPONENTS,
+    NOT_AVAILABLE,
     allowed_components,
     check_loadable,
     component_class,
@@ -129,3 +132,53 @@ def test_allowed_components_validates_the_names() -> None:
             allowed_components([bad])
     with pytest.raises(ConfigError, match="class path string"):
         allowed_components([42])  # type: ignore[list-item]
+
+
+# Rasa 3.6's documented NLU components (docs: "Components"), by the section they are listed in
+RASA_36_COMPONENTS = [
+    "MitieNLP", "SpacyNLP",
+    "WhitespaceTokenizer", "JiebaTokenizer", "MitieTokenizer", "SpacyTokenizer",
+    "MitieFeaturizer", "SpacyFeaturizer", "ConveRTFeaturizer", "LanguageModelFeaturizer",
+    "RegexFeaturizer", "CountVectorsFeaturizer", "LexicalSyntacticFeaturizer",
+    "MitieIntentClassifier", "LogisticRegressionClassifier", "SklearnIntentClassifier",
+    "KeywordIntentClassifier", "DIETClassifier", "FallbackClassifier",
+    "MitieEntityExtractor", "SpacyEntityExtractor", "CRFEntityExtractor", "DucklingEntityExtractor",
+    "RegexEntityExtractor", "EntitySynonymMapper",
+    "ResponseSelector",
+]
+
+
+@pytest.mark.parametrize("name", RASA_36_COMPONENTS)
+def test_every_rasa_component_works_or_names_an_alternative(name: str) -> None:
+    if name in COMPONENTS:
+        assert component_class(name).component_name() == name
+        return
+    assert name in NOT_AVAILABLE
+    config = {"language": "en", "pipeline": [{"name": "WhitespaceTokenizer"}, {"name": name}]}
+    with pytest.raises(ConfigError) as info:
+        load_config(config)
+    message = str(info.value)
+    assert "\n" not in message and f"{name} is not available" in message
+    named = [other for other in COMPONENTS if re.search(rf"\b{other}\b", message)]
+    assert named, f"the message for {name} names no available component: {message}"
+
+
+def test_the_table_of_missing_components_names_only_available_ones() -> None:
+    assert not set(NOT_AVAILABLE) & set(COMPONENTS)
+    for name, advice in NOT_AVAILABLE.items():
+        assert any(re.search(rf"\b{other}\b", advice) for other in COMPONENTS), name
+
+
+def test_the_cli_reports_a_missing_component_in_one_line(
+    tmp_path: Path, tiny_data_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from nlu_engine.cli.main import main
+
+    config = tmp_path / "config.yml"
+    config.write_text("language: zh\npipeline:\n- name: JiebaTokenizer\n- name: DIETClassifier\n")
+    assert main(["train", "--config", str(config), "--data", str(tiny_data_path),
+                 "--out", str(tmp_path / "models")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "Traceback" not in err
+    assert str(config) in err and "JiebaTokenizer is not available" in err and "SpacyTokenizer" in err
+    assert not (tmp_path / "models").exists()

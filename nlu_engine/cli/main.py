@@ -23,6 +23,7 @@ from nlu_engine.errors import NLUError
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODELS = "models"
+DEFAULT_DOMAIN = "domain.yml"  # Rasa's default, in the working folder
 EXTRA_COMMANDS = (
     "nlu_engine.cli.evaluate",  # nlu-engine test
     "nlu_engine.cli.serve",  # nlu-engine serve / run
@@ -58,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="with --finetune: the share of the examples the model already knew "
                             "mixed into each epoch (default 0.2)")
     allow.add_arguments(train, config=False)  # with --finetune: the model's custom components
+    train.add_argument("-d", "--domain", default=None,
+                       help="Rasa domain file or folder: responses of retrieval intents "
+                            f"(default: {DEFAULT_DOMAIN} when it exists)")
     train.set_defaults(func=cmd_train)
 
     parse = commands.add_parser("parse", help="parse a message, or one message per line of stdin")
@@ -78,6 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     data_commands = data.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
     validate = data_commands.add_parser("validate", help="counts and warnings")
     validate.add_argument("--data", "--nlu", action="append", required=True, metavar="PATH")
+    validate.add_argument("-d", "--domain", default=None,
+                          help="Rasa domain to check the data against "
+                               f"(default: {DEFAULT_DOMAIN} when it exists)")
     validate.add_argument("--fail-on-warnings", action="store_true")
     validate.set_defaults(func=cmd_data_validate)
     convert = data_commands.add_parser("convert", help="convert between YAML, Markdown and JSON")
@@ -101,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- commands ----------------------------------------------------------------------------------
+def domain_path(given: str | None) -> str | None:
+    """``--domain``, else Rasa's default ``domain.yml`` when the working folder has one."""
+    if given is not None or not Path(DEFAULT_DOMAIN).is_file():
+        return given
+    print(f"notice: using {DEFAULT_DOMAIN} from the working folder (Rasa's default; --domain "
+          "names another)", file=sys.stderr)
+    return DEFAULT_DOMAIN
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from nlu_engine.component import FinetuneOptions
     from nlu_engine.model import train
@@ -113,7 +129,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise NLUError(f"{', '.join(flags)} only apply with --finetune")
     train(args.config, args.data, out=args.out, fixed_model_name=args.fixed_model_name,
           overrides=args.set, finetune=args.finetune, finetune_options=FinetuneOptions(**given),
-          allow_components=args.allow_component)
+          allow_components=args.allow_component, domain=domain_path(args.domain))
     return 0
 
 
@@ -204,12 +220,18 @@ def cmd_shell(args: argparse.Namespace) -> int:
 def cmd_data_validate(args: argparse.Namespace) -> int:
     from nlu_engine.message import TEXT, Message
     from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-    from nlu_engine.training_data import load_data
-    from nlu_engine.training_data.validation import validate
+    from nlu_engine.training_data.project import read_project
+    from nlu_engine.training_data.validation import domain_warnings, validate
 
-    data = load_data(args.data)
+    project = read_project(args.data, domain_path(args.domain))
+    for entry in project.skipped_files:
+        logger.warning(f"skipped {entry}")
+    if project.notice():
+        print(f"notice: {project.notice()}", file=sys.stderr)
     tokenizer = WhitespaceTokenizer()
-    report = validate(data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT))
+    report = validate(project.data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT))
+    if project.domain is not None:
+        report.warnings.extend(domain_warnings(project.data, project.domain, project.story_intents))
     print(report.format())
     if report.warnings and args.fail_on_warnings:
         raise NLUError(f"{len(report.warnings)} warnings in the training data (--fail-on-warnings)")

@@ -1,6 +1,7 @@
 """Evaluation: how well a trained pipeline parses held-out data, as ``nlu-engine test`` reports it.
 
-- ``metrics``: intent and entity scores of parse results against gold messages (pure functions).
+- ``metrics``: intent and entity scores of parse results against gold messages (pure functions);
+  ``responses``: response selection scores, as ``rasa test nlu``.
 - ``experiments``: train and score configs: one model, cross-validation, config comparison.
 - ``reports``: Rasa's result files, ``summary.json``, the terminal lines; with ``html`` (the
   ``index.html`` page) and ``plots`` (PNG plots, when matplotlib is installed).
@@ -41,6 +42,7 @@ from nlu_engine.evaluation.metrics import (
     overlap_matching,
     span_report,
     token_labels,
+    undo_fallback,
 )
 from nlu_engine.evaluation.reports import (
     format_comparison,
@@ -84,6 +86,7 @@ __all__ = [
     "span_report",
     "token_labels",
     "train_and_evaluate",
+    "undo_fallback",
     "write_comparison",
     "write_reports",
 ]

@@ -4,8 +4,10 @@ Sections (each a ``<section>`` with a fixed id, so tests and users can link to t
 ``summary`` (headline numbers, cross-validation mean ± std, timings), ``confused-pairs`` (the
 most frequent gold → predicted intent confusions), ``intents`` (per-intent scores, sortable),
 ``errors`` (intent errors with a search box; ``?q=words`` in the URL pre-fills it),
-``entities`` (per extractor: per-type token, exact-span and overlap-span scores and the entity
-errors, searchable) and ``plots``. When the page has loaded, ``<body>`` gets ``data-ready="1"``
+``responses`` (response selection: per response key scores and the errors), ``entities`` (per
+extractor: per-type token, exact-span and overlap-span scores and the entity errors,
+searchable) and ``plots``. The summary shows the fallback rate beside the intent scores, which
+undo the fallback as Rasa's do. When the page has loaded, ``<body>`` gets ``data-ready="1"``
 and ``data-images-loaded`` (the number of images that decoded).
 """
 
@@ -211,6 +213,17 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
             card(f"{intent['weighted_f1']:.4f}", "intent weighted F1"),
             card(f"{intent['num_errors']} / {intent['num_examples']}", "intent errors / examples"),
         ]
+        if "fallback_rate" in intent:
+            cards += [
+                card(f"{intent['fallback_rate']:.2%}", "fallback rate"),
+                card(f"{intent['accuracy_with_fallback']:.4f}", "intent accuracy, fallbacks as errors"),
+            ]
+    selection = summary.get("response_selection")
+    if selection:
+        cards += [
+            card(f"{selection['accuracy']:.4f}", "response selection accuracy"),
+            card(f"{selection['weighted_f1']:.4f}", "response selection weighted F1"),
+        ]
     for name, scores in (summary.get("entities") or {}).items():
         cards += [
             card(f"{scores['exact_f1']:.4f}", f"{name}: entity exact F1"),
@@ -220,6 +233,8 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
     parts = ['<section id="summary"><h2>Summary</h2>', f'<div class="cards">{"".join(cards)}</div>']
     if not cards:
         parts.append("<p>Nothing to evaluate: the data has no intents and no entities.</p>")
+    if intent and "below_threshold" in intent:
+        parts.append(_fallback_table(intent))
     folds = summary.get("cross_validation")
     if folds:
         rows = [
@@ -237,6 +252,53 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
         parts.append(f'<p class="notice">{esc(notice)}</p>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _fallback_table(intent: Mapping[str, Any]) -> str:
+    """The fallback rate, and the share of messages below each confidence threshold."""
+    below = intent["below_threshold"]
+    text = (f"{intent['num_fallbacks']} of {intent['num_examples']} messages fell back to "
+            "nlu_fallback. The intent scores undo the fallback (as rasa test nlu does); the share "
+            "of messages whose intent confidence is below a threshold shows what a "
+            "FallbackClassifier threshold would catch.")
+    row = "<tr><td>below</td>" + "".join(num(float(v), 3, score=False) for v in below.values()) + "</tr>"
+    return (f'<h3 id="fallback">Fallback</h3><p class="meta">{esc(text)}</p>'
+            + table(["confidence threshold", *below], [row], table_id="fallback-thresholds"))
+
+
+def _responses_section(evaluation: Evaluation) -> str:
+    selection = evaluation.response_selection
+    if selection is None:
+        return ""
+    report = selection.report
+    keys = sorted((k for k in report if k not in AVERAGES), key=lambda k: (report[k]["f1-score"], k))
+    rows = []
+    for key in keys:
+        row = report[key]
+        confused = ", ".join(f"{label_text(k)} ({v})" for k, v in row.get("confused_with", {}).items())
+        rows.append(f"<tr><td>{esc(key)}</td>{num(row['precision'])}{num(row['recall'])}"
+                    f"{num(row['f1-score'])}{num(row['support'])}<td>{esc(confused)}</td></tr>")
+    foot = [f"<tr><td>{avg}</td>{num(report[avg]['precision'])}{num(report[avg]['recall'])}"
+            f"{num(report[avg]['f1-score'])}{num(report[avg]['support'])}<td></td></tr>"
+            for avg in ("micro avg", "macro avg", "weighted avg") if avg in report]
+    errors = [
+        f"<tr><td>{esc(e['text'])}</td><td>{esc(e['intent_response_key_target'])}</td>"
+        f"<td>{esc(label_text(e['intent_response_key_prediction']['name']))}</td>"
+        f"{num(float(e['intent_response_key_prediction']['confidence']), 3, score=False)}</tr>"
+        for e in sorted(selection.errors, key=lambda e: -e["intent_response_key_prediction"]["confidence"])
+    ]
+    return ('<section id="responses"><h2>Response selection</h2>'
+            f'<p class="meta">Accuracy {report["accuracy"]:.4f} over the {selection.num_examples} '
+            "test examples of retrieval intents; weakest response key first.</p>"
+            '<div class="scroll">'
+            + table(["response key", "precision", "recall", "F1", "support", "confused with"], rows,
+                    table_id="response-table", sortable=True, foot=foot, numeric_to=5)
+            + f"</div><h3>Response selection errors ({len(errors)})</h3>"
+            + search_box("response-errors", "response-search", "Search text or response key")
+            + '<div class="scroll">'
+            + table(["text", "true response key", "predicted", "confidence"], errors,
+                    table_id="response-errors", sortable=True, numeric_from=3)
+            + "</div></section>")
 
 
 def _confused_section(evaluation: Evaluation) -> str:
@@ -379,12 +441,15 @@ def render_html_report(
     nav = [("summary", "Summary")]
     if evaluation.intent is not None:
         nav += [("confused-pairs", "Confusions"), ("intents", "Intents"), ("errors", "Errors")]
+    if evaluation.response_selection is not None:
+        nav.append(("responses", "Responses"))
     if evaluation.entities:
         nav.append(("entities", "Entities"))
     nav.append(("plots", "Plots"))
     body = "\n".join([
         _summary_section(summary), _confused_section(evaluation), _intent_section(evaluation),
-        _errors_section(evaluation), _entity_section(evaluation), _plots_section(images),
+        _errors_section(evaluation), _responses_section(evaluation), _entity_section(evaluation),
+        _plots_section(images),
     ])
     return page("nlu_engine test report", meta, nav, body)
 

@@ -6,21 +6,23 @@ the same order). ``reports`` writes the results to disk; ``experiments`` trains 
 parse results are scored here.
 
 Intents (as Rasa's ``rasa test nlu``):
-    Examples without a gold intent are left out. A missing prediction (``None``) is the label
-    ``""``. ``intent_report.json`` is scikit-learn's ``classification_report`` dict over the gold
-    intents (per intent ``precision``, ``recall``, ``f1-score``, ``support``), ``accuracy``
-    (always; over all evaluated examples), ``micro avg`` (only when a predicted label is no gold
-    intent, as scikit-learn does), ``macro avg`` and ``weighted avg`` (over the gold intents),
-    and per intent ``confused_with``: the up to three most frequent wrong predictions with their
-    counts (Rasa's rule: the three largest cells of the intent's confusion-matrix row, the
-    diagonal included, then the diagonal dropped).
+    Examples without a gold intent are left out. An ``nlu_fallback`` prediction is undone first
+    (Rasa's ``undo_fallback_prediction``), and the fallbacks are counted beside the scores
+    (``IntentEvaluation.fallback_summary``). A missing prediction (``None``) is the label ``""``.
+    ``intent_report.json`` is scikit-learn's ``classification_report`` dict over the gold
+    intents (per intent ``precision``, ``recall``, ``f1-score``, ``support``), ``accuracy``,
+    ``micro avg`` (scikit-learn's when a predicted label is no gold intent, else the accuracy,
+    as Rasa completes it), ``macro avg`` and ``weighted avg`` (over the gold intents), and per
+    intent ``confused_with``: the up to three most frequent wrong predictions with their counts
+    (Rasa's rule: the three largest cells of the intent's confusion-matrix row, the diagonal
+    included, then the diagonal dropped).
 
 Entities, per extractor (the ``extractor`` field of each predicted entity):
     * token level (Rasa): each token of the parse result's ``text_tokens`` gets the label of the
-      entity overlapping it most (``type``, or ``type#group#role`` when those are set), else
+      entity overlapping it most (``type``, or ``type.group.role`` when those are set), else
       ``no_entity``; the report is ``classification_report`` over all tokens with the labels of
-      the gold tokens other than ``no_entity`` (so its averages leave ``no_entity`` out, and it
-      has a ``micro avg`` instead of ``accuracy``), plus ``confused_with``.
+      the gold tokens other than ``no_entity`` (its averages leave ``no_entity`` out; its
+      ``accuracy`` counts every token, as Rasa's), plus ``confused_with``.
     * ``span_exact`` (conlleval): a predicted entity is correct when an unmatched gold entity has
       the same type and exactly the same character span.
     * ``span_overlap`` (HERMIT, as the DIET paper scores NLU-Evaluation-Data): a predicted entity
@@ -43,10 +45,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from nlu_engine.classifiers.fallback import FALLBACK_INTENT
 from nlu_engine.message import Message
 from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans, f1_score
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.evaluation.responses import ResponseSelectionEvaluation
 
 #: extractors whose entities Rasa leaves out of the evaluation (they are not trained on the data)
 PRETRAINED_EXTRACTORS = frozenset({"DucklingEntityExtractor", "SpacyEntityExtractor"})
@@ -56,6 +62,7 @@ UNKNOWN_EXTRACTOR = "unknown_extractor"
 AVERAGES = ("accuracy", "micro avg", "macro avg", "weighted avg")
 SPAN_EXACT = "span_exact"
 SPAN_OVERLAP = "span_overlap"
+FALLBACK_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # share of messages below each
 
 #: (type, start, end) with ``end`` exclusive
 Span = tuple[str, int, int]
@@ -123,6 +130,18 @@ def classification_report(
         },
         "support": support,
     }
+    return report
+
+
+def complete_report(report: dict[str, Any], accuracy: float | None = None) -> dict[str, Any]:
+    """Rasa's ``make_classification_report_complete`` (in place; also returned): a report with
+    ``accuracy`` gets a ``micro avg`` of the accuracy; one with ``micro avg`` gets ``accuracy``."""
+    if "accuracy" in report and "micro avg" not in report and "macro avg" in report:
+        value = report["accuracy"]
+        report["micro avg"] = {"precision": value, "recall": value, "f1-score": value,
+                               "support": report["macro avg"]["support"]}
+    elif "micro avg" in report and "accuracy" not in report and accuracy is not None:
+        report["accuracy"] = accuracy
     return report
 
 
@@ -199,9 +218,19 @@ def predicted_intent(result: Mapping[str, Any]) -> tuple[str | None, float]:
             float(confidence) if isinstance(confidence, int | float) else 0.0)
 
 
+def undo_fallback(result: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
+    """``(result without the fallback, whether it fell back)``: Rasa's ``undo_fallback_prediction``."""
+    if (result.get("intent") or {}).get("name") != FALLBACK_INTENT:
+        return result, False
+    ranking = result.get("intent_ranking") or []
+    if len(ranking) < 2:
+        return result, True
+    return {**result, "intent": ranking[1], "intent_ranking": ranking[1:]}, True
+
+
 @dataclass
 class IntentEvaluation:
-    """The intent side of an evaluation."""
+    """The intent side of an evaluation (fallback predictions undone, and counted)."""
 
     report: dict[str, Any]
     labels: list[str]
@@ -210,10 +239,27 @@ class IntentEvaluation:
     successes: list[dict[str, Any]]
     correct_confidences: list[float]
     wrong_confidences: list[float]
+    #: messages the FallbackClassifier turned into nlu_fallback
+    num_fallbacks: int = 0
+    #: correct predictions that did not fall back (the accuracy as a bot sees it)
+    num_correct_kept: int = 0
 
     @property
     def num_examples(self) -> int:
         return len(self.errors) + len(self.successes)
+
+    def fallback_summary(self) -> dict[str, Any]:
+        """The fallback rate, the accuracy counting fallbacks as errors, and the share of
+        messages whose confidence is below each of :data:`FALLBACK_THRESHOLDS`."""
+        total = self.num_examples
+        confidences = self.correct_confidences + self.wrong_confidences
+        return {
+            "num_fallbacks": self.num_fallbacks,
+            "fallback_rate": _ratio(self.num_fallbacks, total),
+            "accuracy_with_fallback": _ratio(self.num_correct_kept, total),
+            "below_threshold": {f"{t:.1f}": _ratio(sum(c < t for c in confidences), total)
+                                for t in FALLBACK_THRESHOLDS},
+        }
 
 
 def _order_report(report: dict[str, Any]) -> dict[str, Any]:
@@ -231,10 +277,14 @@ def evaluate_intents(
     successes: list[dict[str, Any]] = []
     correct_confidences: list[float] = []
     wrong_confidences: list[float] = []
-    for gold, result in zip(golds, results, strict=True):
+    fallbacks = correct_kept = 0
+    for gold, given in zip(golds, results, strict=True):
         if not gold.intent:
             continue
+        result, fell_back = undo_fallback(given)
+        fallbacks += fell_back
         name, confidence = predicted_intent(result)
+        correct_kept += name == gold.intent and not fell_back
         targets.append(gold.intent)
         predictions.append(name if name is not None else "")
         row = {"text": gold.text, "intent": gold.intent,
@@ -252,9 +302,9 @@ def evaluate_intents(
     labels, matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, labels, matrix)
     return IntentEvaluation(
-        report=_order_report(report), labels=labels, matrix=matrix, errors=errors,
+        report=_order_report(complete_report(report)), labels=labels, matrix=matrix, errors=errors,
         successes=successes, correct_confidences=correct_confidences,
-        wrong_confidences=wrong_confidences,
+        wrong_confidences=wrong_confidences, num_fallbacks=fallbacks, num_correct_kept=correct_kept,
     )
 
 
@@ -283,12 +333,12 @@ def token_labels(
     tokens: Sequence[tuple[int, int]], entities: Sequence[Mapping[str, Any]]
 ) -> list[str]:
     """Rasa's label per token: the entity overlapping it most (the first on a tie) as
-    ``type[#group][#role]``, or ``no_entity``."""
+    ``type[.group][.role]`` (Rasa's ``_concat_entity_labels``), or ``no_entity``."""
     labels = []
     for token in tokens:
         parts = [_attribute_label(token, entities, key) for key in ("entity", "group", "role")]
         parts = [part for part in parts if part != OUTSIDE_TAG]
-        labels.append("#".join(parts) if parts else NO_ENTITY_LABEL)
+        labels.append(".".join(parts) if parts else NO_ENTITY_LABEL)
     return labels
 
 
@@ -448,6 +498,7 @@ def evaluate_entities(
         (successes if same else errors).append(row)
     gold_labels = sorted(set(targets) - {NO_ENTITY_LABEL})
     report = classification_report(targets, predictions, gold_labels) if gold_labels else {}
+    complete_report(report, _ratio(sum(map(str.__eq__, targets, predictions)), len(targets)))
     labels, matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, labels, matrix, exclude=[NO_ENTITY_LABEL])
     report[SPAN_EXACT] = span_report(gold_spans, predicted_spans, "exact")
@@ -467,21 +518,19 @@ class Evaluation:
     num_examples: int
     intent: IntentEvaluation | None
     entities: dict[str, EntityEvaluation]
+    response_selection: ResponseSelectionEvaluation | None = None
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers (``summary.json``)."""
         summary: dict[str, Any] = {"num_examples": self.num_examples, "intent": None, "entities": {}}
         if self.intent is not None:
-            report = self.intent.report
-            summary["intent"] = {
-                "num_examples": self.intent.num_examples,
-                "num_errors": len(self.intent.errors),
-                "accuracy": report["accuracy"],
-                "macro_precision": report["macro avg"]["precision"],
-                "macro_recall": report["macro avg"]["recall"],
-                "macro_f1": report["macro avg"]["f1-score"],
-                "weighted_f1": report["weighted avg"]["f1-score"],
-            }
+            summary["intent"] = {**_label_summary(self.intent.report, self.intent.num_examples,
+                                                  len(self.intent.errors)),
+                                 **self.intent.fallback_summary()}
+        if self.response_selection is not None:
+            selection = self.response_selection
+            summary["response_selection"] = _label_summary(selection.report, selection.num_examples,
+                                                           len(selection.errors))
         for name, entity in self.entities.items():
             report = entity.report
             token = report.get("micro avg") or report.get("accuracy")
@@ -503,6 +552,19 @@ class Evaluation:
 _PRF = (("precision", "precision"), ("recall", "recall"), ("f1", "f1-score"))
 
 
+def _label_summary(report: Mapping[str, Any], examples: int, errors: int) -> dict[str, Any]:
+    """The headline numbers of an intent or response-selection report."""
+    return {
+        "num_examples": examples,
+        "num_errors": errors,
+        "accuracy": report["accuracy"],
+        "macro_precision": report["macro avg"]["precision"],
+        "macro_recall": report["macro avg"]["recall"],
+        "macro_f1": report["macro avg"]["f1-score"],
+        "weighted_f1": report["weighted avg"]["f1-score"],
+    }
+
+
 def extractors_in(results: Iterable[Mapping[str, Any]]) -> list[str]:
     """Extractor names of the predicted entities, sorted."""
     return sorted({entity_extractor(e) for r in results for e in r.get("entities") or []})
@@ -517,8 +579,11 @@ def evaluate(
 
     ``extractors``: the entity extractors to report (default: those found in the predictions,
     without Rasa's pre-trained ones). Extractors are reported when some message has gold entities
-    or the extractor predicted some.
+    or the extractor predicted some. Response selection is scored when the gold messages hold two
+    or more retrieval intents' response keys (``responses``).
     """
+    from nlu_engine.evaluation.responses import evaluate_response_selection  # it builds on this module
+
     if len(golds) != len(results):
         raise ValueError(f"{len(golds)} gold messages but {len(results)} parse results")
     names = set(extractors) if extractors is not None else set(extractors_in(results))
@@ -531,4 +596,4 @@ def evaluate(
         if has_gold_entities or name in predicted_by
     }
     return Evaluation(num_examples=len(golds), intent=evaluate_intents(golds, results),
-                      entities=entities)
+                      entities=entities, response_selection=evaluate_response_selection(golds, results))

@@ -1,7 +1,8 @@
 """The files and terminal lines of ``nlu-engine test``.
 
 ``write_reports`` writes Rasa's result files of one evaluation (``intent_report.json``,
-``intent_errors.json``, ``<Extractor>_report.json``, ...), ``summary.json``, the PNG plots
+``intent_errors.json``, ``response_selection_report.json``, ``<Extractor>_report.json``, ...),
+``summary.json``, the PNG plots
 (``plots``; only when matplotlib is installed) and ``index.html`` (``html``).
 ``write_comparison`` writes a pipeline comparison (``comparison.json``, ``comparison.png``,
 ``index.html``). The ``format_*`` functions give the lines the CLI prints.
@@ -33,6 +34,19 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"Intents: accuracy {intent['accuracy']:.4f}, macro F1 {intent['macro_f1']:.4f}, "
             f"weighted F1 {intent['weighted_f1']:.4f} ({intent['num_examples']} examples, "
             f"{intent['num_errors']} errors)"
+        )
+        if intent.get("num_fallbacks"):
+            lines.append(
+                f"Fallback: {intent['num_fallbacks']} of {intent['num_examples']} messages "
+                f"({intent['fallback_rate']:.2%}) fell back to nlu_fallback; the intent scores undo "
+                f"it, as Rasa's; counting them as errors, accuracy is {intent['accuracy_with_fallback']:.4f}"
+            )
+    selection = summary.get("response_selection")
+    if selection:
+        lines.append(
+            f"Response selection: accuracy {selection['accuracy']:.4f}, macro F1 "
+            f"{selection['macro_f1']:.4f}, weighted F1 {selection['weighted_f1']:.4f} "
+            f"({selection['num_examples']} examples, {selection['num_errors']} errors)"
         )
     for name, scores in (summary.get("entities") or {}).items():
         lines.append(
@@ -72,10 +86,10 @@ def write_reports(
     """Write the report files into ``out`` and return the summary written to ``summary.json``.
 
     Files: ``intent_report.json``, ``intent_errors.json`` (unless ``errors`` is False),
-    ``intent_successes.json`` (with ``successes``), ``<Extractor>_report.json`` /
-    ``_errors.json`` / ``_successes.json``, ``summary.json``; with ``plot`` (needs matplotlib)
-    ``intent_confusion_matrix.png``, ``intent_histogram.png``, ``<Extractor>_confusion_matrix.png``
-    and ``<Extractor>_histogram.png``; with ``html`` ``index.html``. ``info`` (model, data,
+    ``intent_successes.json`` (with ``successes``), the same three for ``response_selection``
+    (when scored) and for each ``<Extractor>``, ``summary.json``; with ``plot`` (needs
+    matplotlib) ``intent_confusion_matrix.png``, ``intent_histogram.png``, and the same two for
+    ``response_selection`` and each ``<Extractor>``; with ``html`` ``index.html``. ``info`` (model, data,
     timings, cross-validation...) is merged into the summary.
     """
     start = time.perf_counter()
@@ -92,6 +106,11 @@ def write_reports(
         if successes:
             _dump(folder / "intent_successes.json", intent.successes)
             written.append("intent_successes.json")
+    selection = evaluation.response_selection
+    if selection is not None:
+        written.extend(_write_labelled(folder, "response_selection", selection.report,
+                                       selection.errors if errors else None,
+                                       selection.successes if successes else None))
     for name, entity in evaluation.entities.items():
         _dump(folder / f"{name}_report.json", entity.report)
         written.append(f"{name}_report.json")
@@ -122,6 +141,19 @@ def write_reports(
     return summary
 
 
+def _write_labelled(
+    folder: Path, prefix: str, report: Any, errors: Any | None, successes: Any | None
+) -> list[str]:
+    """``<prefix>_report.json`` and, when given, ``_errors.json`` / ``_successes.json``."""
+    names = [f"{prefix}_report.json"]
+    _dump(folder / names[0], report)
+    for kind, rows in (("errors", errors), ("successes", successes)):
+        if rows is not None:
+            names.append(f"{prefix}_{kind}.json")
+            _dump(folder / names[-1], rows)
+    return names
+
+
 def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
     images: list[tuple[str, Path]] = []
     intent = evaluation.intent
@@ -132,6 +164,15 @@ def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
         images.append(("Intent prediction confidence", plots.plot_confidence_histogram(
             intent.correct_confidences, intent.wrong_confidences, folder / "intent_histogram.png",
             title="Intent prediction confidence")))
+    selection = evaluation.response_selection
+    if selection is not None:
+        images.append(("Response selection confusion matrix", plots.plot_confusion_matrix(
+            selection.labels, selection.matrix, folder / "response_selection_confusion_matrix.png",
+            title="Response selection confusion matrix", axis_name="response key")))
+        images.append(("Response selection confidence", plots.plot_confidence_histogram(
+            selection.correct_confidences, selection.wrong_confidences,
+            folder / "response_selection_histogram.png",
+            title="Response selection prediction confidence")))
     for name, entity in evaluation.entities.items():
         if entity.labels:
             images.append((f"{name}: token confusion matrix", plots.plot_confusion_matrix(

@@ -34,6 +34,8 @@ from nlu_engine.training_data.training_data import TrainingData
 logger = logging.getLogger(__name__)
 
 META_FILE = "spacy_model.json"
+#: ``message.extra`` key naming the spaCy model the docs came from (for SpacyEntityExtractor)
+MODEL_KEY = "spacy_model"
 #: Rasa's default model per language
 DEFAULT_MODELS = {"en": "en_core_web_md"}
 #: spaCy pipeline names -> installed packages (import names) that ship them, tried in order
@@ -180,6 +182,8 @@ class SpacyNLP(Component):
 
     def process(self, messages: list[Message]) -> None:
         nlp = self.nlp()
+        for message in messages:
+            message.extra[MODEL_KEY] = self.model_name()
         for attribute in TEXT_ATTRIBUTES:
             todo = [m for m in messages if isinstance(m.get(attribute), str)]
             if not todo:

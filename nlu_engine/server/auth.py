@@ -1,6 +1,7 @@
 """Request authentication as Rasa does it: a shared token (``?token=``) or a JWT (HS256).
 
-The token may also come as ``Authorization: Bearer <token>``. Every comparison of a secret is
+The token may also come as ``Authorization: Bearer <token>``, and on the parse endpoints as
+``"token"`` in the JSON body (where Rasa's dialogue server sends it). Every comparison of a secret is
 constant-time (:func:`hmac.compare_digest`). JWTs are verified with the standard library only:
 the header must name ``HS256`` (``none`` and every other algorithm are refused), the signature
 must match, and ``exp`` / ``nbf`` are honoured when present.
@@ -96,16 +97,23 @@ class Authenticator:
         if not self.enabled:
             return True
         bearer = _bearer(authorization)
-        if self.token is not None:
-            expected = self.token.encode("utf-8")
-            for candidate in (query_token, bearer):
-                if candidate is not None and hmac.compare_digest(expected, candidate.encode("utf-8")):
-                    return True
+        if any(self.check_token(candidate) for candidate in (query_token, bearer)):
+            return True
         return bool(
             self.jwt_secret is not None
             and bearer is not None
             and decode_jwt(bearer, self.jwt_secret) is not None
         )
+
+    def check_token(self, candidate: str | None) -> bool:
+        """Whether ``candidate`` is the shared token (constant-time); False without a token."""
+        if self.token is None or candidate is None:
+            return False
+        try:
+            given = candidate.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON body: not the token
+            return False
+        return hmac.compare_digest(self.token.encode("utf-8"), given)
 
 
 def _bearer(authorization: str | None) -> str | None:

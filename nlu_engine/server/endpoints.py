@@ -2,6 +2,11 @@
 
 :func:`endpoint` adds what every endpoint shares: the token check (for protected ones) and the
 translation of errors into Rasa's error JSON, never a traceback.
+
+The parse endpoints also take the token from the JSON body (``{"token": ..., "text": ...}``):
+that is where Rasa's dialogue server puts it when ``endpoints.yml`` names an NLU server
+(``nlu: url: ... token: ...``, Rasa's ``RasaNLUHttpInterpreter``). Rasa treats every answer but
+200 as a failed parse and goes on with an empty intent.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -27,8 +33,14 @@ Handler = Callable[[Request, ServerState], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
-def endpoint(protected: bool) -> Callable[[Handler], Endpoint]:
-    """Auth (when ``protected``) and the translation of errors into Rasa's error JSON."""
+NOT_AUTHENTICATED = "User is not authenticated: pass ?token= or an 'Authorization: Bearer' header"
+NOT_AUTHENTICATED_BODY = ("User is not authenticated: pass \"token\" in the JSON body (as Rasa's "
+                          "dialogue server does), ?token= or an 'Authorization: Bearer' header")
+
+
+def endpoint(protected: bool, body_token: bool = False) -> Callable[[Handler], Endpoint]:
+    """Auth (when ``protected``; with ``body_token`` the JSON body's ``token`` counts too) and
+    the translation of errors into Rasa's error JSON."""
 
     def wrap(function: Handler) -> Endpoint:
         async def handler(request: Request) -> Response:
@@ -37,8 +49,10 @@ def endpoint(protected: bool) -> Callable[[Handler], Endpoint]:
                 if protected and not state.auth.check(
                     request.query_params.get("token"), request.headers.get("authorization")
                 ):
-                    raise RequestError(401, "User is not authenticated: pass ?token= or an "
-                                            "'Authorization: Bearer' header")
+                    if not body_token:
+                        raise RequestError(401, NOT_AUTHENTICATED)
+                    if not await _token_in_body(request, state):
+                        raise RequestError(401, NOT_AUTHENTICATED_BODY)
                 return await function(request, state)
             except RequestError as error:
                 return error_response(error.status, error.message, error.reason)
@@ -53,6 +67,23 @@ def endpoint(protected: bool) -> Callable[[Handler], Endpoint]:
         return handler
 
     return wrap
+
+
+async def request_json(request: Request, state: ServerState) -> Any:
+    """The request's JSON body (read once: the token check may have read it already)."""
+    if not hasattr(request.state, "json_body"):
+        request.state.json_body = await read_json(request, state.max_body)
+    return request.state.json_body
+
+
+async def _token_in_body(request: Request, state: ServerState) -> bool:
+    """Whether the JSON body carries the token; a body that is not JSON carries none."""
+    try:
+        body = await request_json(request, state)
+    except RequestError:
+        return False
+    token = body.get("token") if isinstance(body, dict) else None
+    return isinstance(token, str) and state.auth.check_token(token)
 
 
 @endpoint(protected=False)
@@ -100,13 +131,13 @@ async def status(request: Request, state: ServerState) -> Response:
     )
 
 
-@endpoint(protected=True)
+@endpoint(protected=True, body_token=True)
 async def parse(request: Request, state: ServerState) -> Response:
     emulation = request.query_params.get("emulation_mode")
     if emulation and emulation.lower() != "rasa":
         raise RequestError(400, f"emulation_mode '{emulation[:50]}' is not supported; omit it")
     state.require_model()
-    data = await read_json(request, state.max_body)
+    data = await request_json(request, state)
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object such as {\"text\": \"hello\"}")
     if "text" not in data:
@@ -115,10 +146,10 @@ async def parse(request: Request, state: ServerState) -> Response:
     return json_response(await state.batcher.parse(text))
 
 
-@endpoint(protected=True)
+@endpoint(protected=True, body_token=True)
 async def parse_batch(request: Request, state: ServerState) -> Response:
     state.require_model()
-    data = await read_json(request, state.max_body)
+    data = await request_json(request, state)
     texts = data.get("texts") if isinstance(data, dict) else data
     if not isinstance(texts, list):
         raise RequestError(400, "request body must be a JSON list of texts or {\"texts\": [...]}")

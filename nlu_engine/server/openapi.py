@@ -145,7 +145,8 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "required": True,
                 "content": {"application/json": {"schema": {"oneOf": [
                     texts,
-                    {"type": "object", "required": ["texts"], "properties": {"texts": texts}},
+                    {"type": "object", "required": ["texts"],
+                     "properties": {"texts": texts, "token": {"type": ["string", "null"]}}},
                 ]}}},
             },
             "responses": {
@@ -251,6 +252,9 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "properties": {
             "text": {**text, "example": "book a table for two in Berlin"},
             "message_id": {"description": "Accepted for Rasa compatibility; not used"},
+            "token": {"type": ["string", "null"],
+                      "description": "The --auth-token value, where Rasa's dialogue server sends it "
+                                     "(endpoints.yml `nlu: token:`); ?token= and Bearer work too"},
         },
     },
     "ModelRequest": {

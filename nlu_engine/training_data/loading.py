@@ -8,12 +8,14 @@ mixed; each file's format comes from its extension, then its content:
 - ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section);
 - ``.json``: Rasa JSON (skipped in a directory when it has no ``rasa_nlu_data``).
 
-A file named explicitly must hold NLU data. Files and folders whose name starts with ``.`` are
-not searched.
+A file named explicitly must hold NLU data (or Rasa's stories and rules, which are skipped). Files
+and folders whose name starts with ``.`` are not searched. ``project.read_project`` reads a whole
+Rasa project: the same files, the domain's responses, and counts of what is not NLU.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -33,6 +35,8 @@ from nlu_engine.training_data.rasa_markdown import (
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml, write_rasa_yaml
 from nlu_engine.training_data.training_data import TrainingData
 
+logger = logging.getLogger(__name__)
+
 DATA_EXTENSIONS = (".yml", ".yaml", ".md", ".json")
 Format = Literal["yaml", "markdown", "json"]
 
@@ -40,36 +44,16 @@ Format = Literal["yaml", "markdown", "json"]
 def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
     """All NLU data found at ``paths`` (a file, a directory, or a list of them), merged.
 
-    Files are read in the order given; a directory's files in sorted path order.
+    Files are read in the order given; a directory's files in sorted path order. Stories, rules
+    and other dialogue data beside the NLU files are skipped (``project.read_project`` counts
+    them); a file left out because it is broken and not NLU data is named in a warning.
     """
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    targets = [Path(p) for p in paths]
-    if not targets:
-        raise DataError("no training data path given; name a data file or directory")
-    parts: list[TrainingData] = []
-    seen: set[Path] = set()
-    for target in targets:
-        if not target.exists():
-            raise DataError(f"{target}: not found; check the training data path")
-        if target.is_dir():
-            found = [p for p in data_files(target) if p.resolve() not in seen]
-            loaded = [(p, load_file(p, explicit=False)) for p in found]
-            loaded_parts = [data for _, data in loaded if data is not None]
-            if not loaded_parts:
-                raise DataError(
-                    f"{target}: no NLU training data found in this directory; add Rasa "
-                    "YAML (nlu:), Markdown (## intent:) or JSON (rasa_nlu_data) files"
-                )
-            seen.update(p.resolve() for p, _ in loaded)
-            parts.extend(loaded_parts)
-        elif target.resolve() not in seen:
-            seen.add(target.resolve())
-            parts.append(_load_explicit(target))
-    merged = parts[0]
-    for part in parts[1:]:
-        merged = merged.merge(part)
-    return merged
+    from nlu_engine.training_data.project import read_project  # it builds on this module
+
+    project = read_project(paths)
+    for entry in project.skipped_files:
+        logger.warning(f"skipped {entry}")
+    return project.data
 
 
 def data_files(directory: Path) -> list[Path]:
@@ -96,7 +80,7 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
     fmt = detect_format(path, content)
     data: TrainingData | None = None
     if fmt == "yaml":
-        data = parse_rasa_yaml(content, source=str(path))
+        data = parse_rasa_yaml(content, source=str(path), base_dir=path.parent)
     elif fmt == "markdown":
         if SECTION_HEADER.search(content):
             data = parse_rasa_markdown(content, source=str(path), base_dir=path.parent)
@@ -106,7 +90,7 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
             if not isinstance(document[ROOT_KEY], dict):
                 raise DataError(f"{path}: '{ROOT_KEY}' must be an object with 'common_examples'")
             data = from_rasa_json_dict(document[ROOT_KEY], str(path), path.parent)
-    if data is not None and _is_empty(data):
+    if data is not None and is_empty(data):
         data = None
     if data is None and explicit:
         raise DataError(
@@ -114,13 +98,6 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
             "'responses:'), Markdown with '## intent:NAME' sections, or JSON with "
             f"'{ROOT_KEY}'"
         )
-    return data
-
-
-def _load_explicit(path: Path) -> TrainingData:
-    data = load_file(path, explicit=True)
-    if data is None:  # load_file raises first; this keeps the type checker honest
-        raise DataError(f"{path}: holds no NLU training data")
     return data
 
 
@@ -141,7 +118,8 @@ def detect_format(path: Path, content: str) -> Format:
     return "yaml"
 
 
-def _is_empty(data: TrainingData) -> bool:
+def is_empty(data: TrainingData) -> bool:
+    """Whether ``data`` holds nothing: no examples, synonyms, regexes, lookups or responses."""
     return not (
         data.messages
         or data.synonyms

@@ -22,6 +22,7 @@ from nlu_engine.errors import DataError
 from nlu_engine.message import Message
 from nlu_engine.training_data.annotations import synonyms_from_entities
 from nlu_engine.training_data.rasa_markdown import (
+    expand_lookup_files,
     read_lookup_file,
     split_retrieval_intent,
 )
@@ -89,7 +90,8 @@ def from_rasa_json_dict(
             elements = read_lookup_file(elements, base_dir, where)
         elif not isinstance(elements, list):
             raise DataError(f"{where}: 'elements' must be a list of strings or a file path")
-        data.lookup_tables.append({"name": name, "elements": [str(e) for e in elements]})
+        elements = expand_lookup_files([str(e) for e in elements], base_dir, where)
+        data.lookup_tables.append({"name": name, "elements": elements})
     return data
 
 

@@ -126,6 +126,24 @@ def read_lookup_file(name: str, base_dir: Path | None, where: str) -> list[str]:
     )
 
 
+def lookup_file(name: str, base_dir: Path | None) -> Path | None:
+    """The file ``name`` names, relative to ``base_dir`` or the working folder; None if neither."""
+    path = Path(name)
+    candidates = [path] if path.is_absolute() else [*([base_dir / name] if base_dir else []), path]
+    try:
+        return next((c for c in candidates if c.is_file()), None)
+    except OSError:  # a name too long or otherwise impossible as a path: an element, not a file
+        return None
+
+
+def expand_lookup_files(elements: list[str], base_dir: Path | None, where: str) -> list[str]:
+    """A lookup table's elements, with Rasa 3's file form read: when the first element names an
+    existing file (``- data/lookups/cities.txt``), that file's lines take its place."""
+    if not elements or lookup_file(elements[0], base_dir) is None:
+        return elements
+    return read_lookup_file(elements[0], base_dir, where) + elements[1:]
+
+
 def read_text_file(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")

@@ -22,12 +22,16 @@
     - lookup: banks
       examples: |
         - JPMC
+    - lookup: cities                           # a file with one element a line, as Rasa 3 reads
+      examples: |                              # it (the first element names a file), or
+        - data/lookups/cities.txt              # `examples: data/lookups/cities.txt`
     responses:
       utter_faq/ask_name:
       - text: I'm a bot.
 
 Other top-level keys (``stories``, ``rules``, domain keys, ...) are ignored. Errors name the
-file and line. Metadata is stored like Rasa does: ``Message.metadata`` is
+file and line. A lookup file's path is relative to the data file's folder or to the working folder
+(as in Rasa). Metadata is stored like Rasa does: ``Message.metadata`` is
 ``{"intent": <item metadata>, "example": <example metadata>}`` with only the keys present.
 """
 
@@ -48,7 +52,11 @@ from nlu_engine.training_data.annotations import (
     synonyms_from_entities,
     to_annotated,
 )
-from nlu_engine.training_data.rasa_markdown import split_retrieval_intent
+from nlu_engine.training_data.rasa_markdown import (
+    expand_lookup_files,
+    read_lookup_file,
+    split_retrieval_intent,
+)
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -62,12 +70,15 @@ WRITE_VERSION = "3.1"
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def parse_rasa_yaml(content: str, source: str = "<yaml>") -> TrainingData | None:
-    """Parse Rasa YAML text; ``None`` when it holds neither ``nlu:`` nor ``responses:``."""
+def parse_rasa_yaml(
+    content: str, source: str = "<yaml>", base_dir: Path | None = None
+) -> TrainingData | None:
+    """Parse Rasa YAML text; ``None`` when it holds neither ``nlu:`` nor ``responses:``.
+    ``base_dir`` is where lookup-table files are looked for first."""
     loader = _Loader(content)
     try:
         root = loader.get_single_node()
-        return None if root is None else _Reader(loader, source).read(root)
+        return None if root is None else _Reader(loader, source, base_dir).read(root)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -85,9 +96,10 @@ def parse_rasa_yaml(content: str, source: str = "<yaml>") -> TrainingData | None
 class _Reader:
     """Walks the composed node tree so every error can name a line."""
 
-    def __init__(self, loader: Any, source: str) -> None:
+    def __init__(self, loader: Any, source: str, base_dir: Path | None = None) -> None:
         self.loader = loader
         self.source = source
+        self.base_dir = base_dir
 
     def where(self, node: yaml.Node, line_offset: int = 0) -> str:
         return f"{self.source}:{node.start_mark.line + 1 + line_offset}"
@@ -129,7 +141,10 @@ class _Reader:
         lookups: dict[str, list[str]] = {}
         for item in node.value:
             self.read_item(item, data, lookups)
-        data.lookup_tables.extend({"name": n, "elements": e} for n, e in lookups.items())
+        data.lookup_tables.extend(
+            {"name": n, "elements": expand_lookup_files(e, self.base_dir, f"{self.source}: lookup '{n}'")}
+            for n, e in lookups.items()
+        )
 
     def read_item(self, node: yaml.Node, data: TrainingData, lookups: dict[str, list[str]]) -> None:
         if not isinstance(node, yaml.MappingNode):
@@ -159,7 +174,14 @@ class _Reader:
         if not isinstance(name, str | int | float) or isinstance(name, bool) or name == "":
             raise DataError(f"{self.where(name_node)}: '{kind}' needs a name, e.g. '{kind}: greet'")
         name = str(name)
-        examples = list(self.examples(fields.get("examples"), kind, name, node))
+        examples_node = fields.get("examples")
+        if kind == "lookup" and _is_plain_text(examples_node):
+            # `examples: data/lookups/cities.txt`: a file with one element a line
+            path = str(self.value(examples_node)).strip()
+            lookups.setdefault(name, []).extend(
+                read_lookup_file(path, self.base_dir, self.where(examples_node)))
+            return
+        examples = list(self.examples(examples_node, kind, name, node))
         if kind == "intent":
             self.add_intent(name, name_node, fields, examples, data)
         elif kind == "synonym":
@@ -268,6 +290,13 @@ class _Reader:
             f"{self.source}:{line}: each example of {kind} '{name}' in the list form needs "
             "'text:' (and optionally 'metadata:')"
         )
+
+
+def _is_plain_text(node: yaml.Node | None) -> bool:
+    """A plain (unquoted, not a ``|`` block) non-empty string scalar (PyYAML's style is None,
+    libyaml's '')."""
+    return (isinstance(node, yaml.ScalarNode) and not node.style and node.tag.endswith(":str")
+            and bool(node.value.strip()))
 
 
 # --- writing ---------------------------------------------------------------------------------

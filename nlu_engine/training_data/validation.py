@@ -5,21 +5,26 @@
 - the same example text under two or more intents (the classifier cannot learn both);
 - the same example repeated within one intent (it weighs more and can leak into test splits);
 - intents with fewer than two examples (they cannot be split or learned);
+- retrieval intents (``faq/ask_name``) without a response (``utter_faq/ask_name``);
 - examples with empty text, and examples without an intent;
 - entity annotations with whitespace at their edges, and — given a ``tokenize`` function —
   annotations that cut a token (tag-based extractors skip those; an annotation that only
   reaches over punctuation the tokenizer drops, as in ``u. s. d.``, is fine).
+
+``domain_warnings(data, domain, story_intents)`` adds what ``rasa data validate`` reports about
+the NLU data against a Rasa domain.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nlu_engine.message import Token
 from nlu_engine.training_data.bilou import misaligned_entities
+from nlu_engine.training_data.domain import DEFAULT_INTENTS, Domain
 from nlu_engine.training_data.training_data import TrainingData
 
 MIN_EXAMPLES_PER_INTENT = 2
@@ -145,6 +150,12 @@ def validate(
                     "remove the duplicates"
                 )
 
+    keys = sorted({m.intent_response_key for m in data.messages if m.intent_response_key})
+    for key in keys:
+        if not data.responses.get(f"utter_{key}"):
+            warnings.append(f"retrieval intent '{key}' has no response 'utter_{key}'; add it under "
+                            "'responses:' in the domain (--domain) or in the data")
+
     for intent, number in counts.per_intent.items():
         if number < MIN_EXAMPLES_PER_INTENT:
             warnings.append(
@@ -174,3 +185,62 @@ def validate(
                 f"fall on token boundaries (tokens: {words}); annotate whole tokens"
             )
     return ValidationReport(counts=counts, warnings=warnings)
+
+
+def domain_warnings(
+    data: TrainingData,
+    domain: Domain,
+    story_intents: Mapping[str, list[str]] | None = None,
+) -> list[str]:
+    """What ``rasa data validate`` reports about NLU data against a domain, and more.
+
+    Rasa's checks (``Validator.verify_intents``, ``verify_intents_in_stories``): intents listed in
+    the domain without NLU examples, intents with examples that the domain does not list, intents
+    that stories or rules use but the domain does not list, and (when stories or rules were read)
+    domain intents no story or rule uses; Rasa's own default intents are left out. Then what Rasa
+    does not check: entities, roles and groups the domain does not list.
+    """
+    where = ", ".join(domain.sources) or "the domain"
+    warnings: list[str] = []
+    nlu_intents = set(data.intents)
+    listed = set(domain.all_intents)
+    for intent in domain.intents:
+        if intent not in nlu_intents and intent not in DEFAULT_INTENTS:
+            warnings.append(f"intent '{intent}' is listed in {where} but has no NLU examples; add "
+                            "examples or remove it from the domain")
+    for intent in sorted(nlu_intents - listed):
+        warnings.append(f"intent '{intent}' has NLU examples but is not listed in {where}; add it "
+                        "under 'intents:'")
+    used = dict(story_intents or {})
+    for intent, files in sorted(used.items()):
+        if intent not in listed:
+            warnings.append(f"intent '{intent}' is used in {', '.join(files)} but is not listed in "
+                            f"{where}; add it under 'intents:'")
+    if used:
+        for intent in domain.intents:
+            if intent not in used and intent not in DEFAULT_INTENTS:
+                warnings.append(f"intent '{intent}' is not used in any story or rule")
+    warnings.extend(_entity_warnings(data, domain, where))
+    return warnings
+
+
+def _entity_warnings(data: TrainingData, domain: Domain, where: str) -> list[str]:
+    warnings = []
+    annotated: dict[str, dict[str, set[str]]] = defaultdict(lambda: {"roles": set(), "groups": set()})
+    for message in data.messages:
+        for entity in message.entities:
+            spec = annotated[entity["entity"]]
+            for kind, key in (("roles", "role"), ("groups", "group")):
+                if entity.get(key) is not None:
+                    spec[kind].add(str(entity[key]))
+    for name, spec in sorted(annotated.items()):
+        if name not in domain.entities:
+            warnings.append(f"entity '{name}' is annotated in the NLU data but not listed in {where}; "
+                            "add it under 'entities:'")
+            continue
+        for kind, values in spec.items():
+            declared = domain.entities[name][kind]
+            for value in sorted(values - set(declared)) if declared else []:
+                warnings.append(f"{kind[:-1]} '{value}' of entity '{name}' is annotated in the NLU "
+                                f"data but not listed in its {kind} in {where}")
+    return warnings

@@ -216,6 +216,74 @@ def test_data_validate_warns_about_misaligned_entity(tmp_path: Path) -> None:
     assert "Traceback" not in failing.stderr
 
 
+RASA_PROJECT = {
+    "data/nlu.yml": 'version: "3.1"\nnlu:\n- intent: greet\n  examples: |\n    - hi\n    - hello\n'
+                    "- intent: faq/ask_name\n  examples: |\n    - your name?\n    - who are you?\n"
+                    "- intent: faq/ask_age\n  examples: |\n    - how old are you?\n    - your age?\n",
+    "data/stories.yml": "stories:\n- story: s\n  steps:\n  - intent: greet\n  - action: utter_greet\n"
+                        "  - intent: mood_great\n  - action: utter_happy\n",
+    "data/broken_rules.yml": "rules:\n- rule: r\n  steps: [\n",
+    "domain.yml": "intents: [greet, faq, bye]\nresponses:\n  utter_greet:\n  - text: hey\n"
+                  "  utter_faq/ask_name:\n  - text: I am Bot.\n  utter_faq/ask_age:\n  - text: Two.\n",
+    "config.yml": "recipe: default.v1\nlanguage: en\npipeline:\n- name: WhitespaceTokenizer\n"
+                  "- name: CountVectorsFeaturizer\n- name: LogisticRegressionClassifier\n"
+                  "- name: ResponseSelector\n  epochs: 1\n  run_eagerly: true\n"
+                  "  number_of_transformer_layers: 0\npolicies:\n- name: RulePolicy\n",
+}
+
+
+@pytest.fixture
+def rasa_project(tmp_path: Path) -> Path:
+    for name, text in RASA_PROJECT.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        write(tmp_path / name, text)
+    return tmp_path
+
+
+def test_train_a_rasa_project_with_its_domain(rasa_project: Path) -> None:
+    result = run("train", "--config", "config.yml", "--data", "data/", "--out", "models",
+                 "--fixed-model-name", "project", cwd=rasa_project)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    notices = [line for line in result.stderr.splitlines() if "skipped" in line]
+    assert any(line.startswith("notice: using domain.yml") for line in result.stderr.splitlines())
+    assert any("skipped what is not NLU: 1 response, 1 story (in data/stories.yml, domain.yml)" in line
+               for line in notices), notices
+    broken = "warning: skipped data/broken_rules.yml:4: not valid YAML"
+    assert any(line.startswith(broken) for line in notices)
+    parsed = run("parse", "-m", "models/project.tar.gz", "who are you?", cwd=rasa_project)
+    result_json = json.loads(parsed.stdout)
+    selected = result_json["response_selector"]["default"]["response"]
+    assert selected["intent_response_key"] in {"faq/ask_name", "faq/ask_age"}
+    texts = {"faq/ask_name": "I am Bot.", "faq/ask_age": "Two."}
+    assert selected["responses"] == [{"text": texts[selected["intent_response_key"]]}]
+
+
+def test_data_validate_against_the_domain(rasa_project: Path) -> None:
+    result = run("data", "validate", "--data", "data", "--domain", "domain.yml", cwd=rasa_project)
+    assert result.returncode == 0, result.stderr
+    assert "warning: skipped data/broken_rules.yml" in result.stderr
+    warnings = [line.removeprefix("  - ") for line in result.stdout.splitlines() if line.startswith("  - ")]
+    assert warnings == [
+        "intent 'bye' is listed in domain.yml but has no NLU examples; add examples or remove it from "
+        "the domain",
+        "intent 'mood_great' is used in data/stories.yml but is not listed in domain.yml; add it under "
+        "'intents:'",
+        "intent 'faq' is not used in any story or rule",
+        "intent 'bye' is not used in any story or rule",
+    ]
+    failing = run("data", "validate", "--data", "data", "--domain", "domain.yml", "--fail-on-warnings",
+                  cwd=rasa_project)
+    assert failing.returncode == 1 and "Traceback" not in failing.stderr
+    last = failing.stderr.strip().splitlines()[-1]
+    assert last == "error: 4 warnings in the training data (--fail-on-warnings)"
+
+
+def test_a_missing_domain_is_one_line(rasa_project: Path) -> None:
+    result = run("train", "--data", "data", "--domain", "nowhere.yml", cwd=rasa_project)
+    assert_user_error(result, "nowhere.yml", "domain not found")
+
+
 def test_data_convert_round_trip(tmp_path: Path) -> None:
     result = run("data", "convert", "--data", str(DATA), "--out", "nlu.json", "-f", "json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr

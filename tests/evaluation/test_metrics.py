@@ -18,6 +18,7 @@ from nlu_engine.evaluation.metrics import (
     overlap_matching,
     span_report,
     token_labels,
+    undo_fallback,
 )
 from nlu_engine.message import Message
 from nlu_engine.training_data.bilou import NO_ENTITY_LABEL
@@ -215,7 +216,7 @@ def test_token_labels_take_the_most_overlapping_entity_with_role_and_group():
         {"entity": "city", "start": 10, "end": 13, "group": "1"},  # covers part of token 2
         {"entity": "misc", "start": 13, "end": 20},  # more of token 2, and 1 char of token 3
     ]
-    assert token_labels(tokens, entities) == [NO_ENTITY_LABEL, "city#from", "misc", "misc"]
+    assert token_labels(tokens, entities) == [NO_ENTITY_LABEL, "city.from", "misc", "misc"]
     assert token_labels(tokens, []) == [NO_ENTITY_LABEL] * 4
 
 
@@ -246,7 +247,7 @@ def test_entity_evaluation_token_exact_and_overlap():
     # micro avg over the gold labels (city, date): the predicted "time" token is not counted
     assert report["micro avg"]["precision"] == 1.0
     assert report["micro avg"]["recall"] == pytest.approx(2 / 4)
-    assert "accuracy" not in report
+    assert report["accuracy"] == pytest.approx(5 / 7)  # all tokens, as Rasa completes the report
     assert evaluation.correct_confidences == [0.9]
     assert evaluation.wrong_confidences == [0.7, 0.4]
     assert len(evaluation.errors) == 1 and not evaluation.successes
@@ -260,7 +261,7 @@ def test_role_mismatch_is_an_entity_error_but_a_correct_span():
     evaluation = evaluate_entities([gold], [result], "E")
     assert evaluation.report[SPAN_EXACT]["micro avg"]["f1-score"] == 1.0
     assert len(evaluation.errors) == 1
-    assert evaluation.report["city#origin"]["confused_with"] == {"city#destination": 1}
+    assert evaluation.report["city.origin"]["confused_with"] == {"city.destination": 1}
 
 
 def test_tokens_fall_back_to_whitespace_without_text_tokens():
@@ -288,3 +289,50 @@ def test_evaluate_groups_by_extractor_and_skips_pretrained_ones(booking_case):
     assert crf["exact_recall"] == 0.0 and crf["num_predicted"] == 0
     with pytest.raises(ValueError):
         evaluate(golds, results[:2])
+
+
+# --- fallback, as rasa test nlu -----------------------------------------------------------------------
+def fallback_result(text, top, confidence, threshold=0.7, second=("other", 0.05)):
+    """A FallbackClassifier's output: nlu_fallback on top, the classifier's ranking after it."""
+    ranking = [{"name": top, "confidence": confidence}, {"name": second[0], "confidence": second[1]}]
+    result = parse_result(text, top, confidence)
+    if confidence < threshold:
+        result["intent"] = {"name": "nlu_fallback", "confidence": threshold}
+        ranking = [dict(result["intent"]), *ranking]
+    result["intent_ranking"] = ranking
+    return result
+
+
+def test_fallback_is_undone_before_scoring_and_counted():
+    golds = [Message("a", intent="greet"), Message("b", intent="greet"), Message("c", intent="bye"),
+             Message("d", intent="bye")]
+    results = [fallback_result("a", "greet", 0.9), fallback_result("b", "greet", 0.5),
+               fallback_result("c", "greet", 0.4), fallback_result("d", "bye", 0.65)]
+    evaluation = evaluate_intents(golds, results)
+    # scored as if there were no FallbackClassifier: b and d are right, c is wrong
+    assert evaluation.report["accuracy"] == 0.75
+    assert evaluation.errors == [{"text": "c", "intent": "bye",
+                                  "intent_prediction": {"name": "greet", "confidence": 0.4}}]
+    assert evaluation.num_fallbacks == 3 and evaluation.correct_confidences == [0.9, 0.5, 0.65]
+    summary = evaluation.fallback_summary()
+    assert summary["fallback_rate"] == 0.75 and summary["accuracy_with_fallback"] == 0.25
+    assert summary["below_threshold"]["0.5"] == 0.25 and summary["below_threshold"]["0.7"] == 0.75
+    assert summary["below_threshold"]["0.1"] == 0.0 and list(summary["below_threshold"])[-1] == "0.9"
+
+
+def test_undo_fallback_is_rasas():
+    lone = {"intent": {"name": "nlu_fallback", "confidence": 0.3},
+            "intent_ranking": [{"name": "nlu_fallback", "confidence": 0.3}]}
+    assert undo_fallback(lone) == (lone, True)  # nothing to undo to: kept, as in Rasa
+    kept = parse_result("x", "greet", 0.2)
+    assert undo_fallback(kept) == (kept, False)
+    undone, fell_back = undo_fallback(fallback_result("x", "greet", 0.2))
+    assert fell_back and undone["intent"] == {"name": "greet", "confidence": 0.2}
+    assert [r["name"] for r in undone["intent_ranking"]] == ["greet", "other"]
+
+
+def test_an_intent_report_with_accuracy_has_rasas_micro_avg():
+    golds = [Message("a", intent="x"), Message("b", intent="y")]
+    report = evaluate_intents(golds, [parse_result("a", "x"), parse_result("b", "x")]).report
+    assert report["micro avg"] == {"precision": 0.5, "recall": 0.5, "f1-score": 0.5, "support": 2}
+    assert list(report)[-4:] == ["accuracy", "micro avg", "macro avg", "weighted avg"]

@@ -12,6 +12,7 @@ from nlu_engine.evaluation.reports import (
     write_comparison,
     write_reports,
 )
+from nlu_engine.message import Message
 
 
 def test_write_reports_files_without_plots(tmp_path, booking_case):
@@ -78,3 +79,61 @@ def test_format_comparison_table():
     assert header.split() == ["config", "metric", "0%", "off", "(10)", "50%", "off", "(5)"]
     assert intent.split()[:5] == ["a", "intent", "macro", "F1", "0.9000"]
     assert entity.split()[:4] == ["a", "E", "exact", "F1"] and "0.5000 ± 0.0000" in entity
+
+
+def retrieval_case():
+    """Two retrieval intents' messages, one response error and one fallback."""
+    def selected(key, confidence):
+        prediction = {"responses": [{"text": key}], "confidence": confidence,
+                      "intent_response_key": key, "utter_action": f"utter_{key}"}
+        return {"all_retrieval_intents": ["faq"], "default": {"response": prediction, "ranking": []}}
+
+    golds = [Message("name?", intent="faq", intent_response_key="faq/ask_name"),
+             Message("age?", intent="faq", intent_response_key="faq/ask_age"),
+             Message("hi", intent="greet")]
+    results = [
+        {"text": "name?", "intent": {"name": "faq", "confidence": 0.9}, "entities": [],
+         "intent_ranking": [{"name": "faq", "confidence": 0.9}],
+         "response_selector": selected("faq/ask_name", 0.8)},
+        {"text": "age?", "intent": {"name": "nlu_fallback", "confidence": 0.7}, "entities": [],
+         "intent_ranking": [{"name": "nlu_fallback", "confidence": 0.7}, {"name": "faq", "confidence": 0.6},
+                            {"name": "greet", "confidence": 0.4}],
+         "response_selector": selected("faq/ask_name", 0.55)},
+        {"text": "hi", "intent": {"name": "greet", "confidence": 0.95}, "entities": [],
+         "intent_ranking": [{"name": "greet", "confidence": 0.95}]},
+    ]
+    return golds, results
+
+
+def test_response_selection_files_and_fallback_in_the_summary(tmp_path):
+    golds, results = retrieval_case()
+    summary = write_reports(evaluate(golds, results), tmp_path, successes=True, plot=False)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert {"response_selection_report.json", "response_selection_errors.json",
+            "response_selection_successes.json"} <= names
+    report = json.loads((tmp_path / "response_selection_report.json").read_text())
+    assert list(report) == ["faq/ask_age", "faq/ask_name", "accuracy", "micro avg", "macro avg",
+                            "weighted avg"]
+    assert report["accuracy"] == 0.5 and report["faq/ask_age"]["confused_with"] == {"faq/ask_name": 1}
+    errors = json.loads((tmp_path / "response_selection_errors.json").read_text())
+    assert errors == [{"text": "age?", "intent_response_key_target": "faq/ask_age",
+                       "intent_response_key_prediction": {"name": "faq/ask_name", "confidence": 0.55}}]
+    # the fallback is undone for the intent scores and reported beside them
+    assert summary["intent"]["accuracy"] == 1.0 and summary["intent"]["num_fallbacks"] == 1
+    assert summary["intent"]["fallback_rate"] == pytest.approx(1 / 3)
+    assert summary["intent"]["accuracy_with_fallback"] == pytest.approx(2 / 3)
+    assert summary["response_selection"]["accuracy"] == 0.5
+    assert "response_selection_report.json" in summary["files"]
+    lines = format_summary(summary).splitlines()
+    assert lines[1].startswith("Fallback: 1 of 3 messages (33.33%) fell back to nlu_fallback")
+    assert lines[2].startswith("Response selection: accuracy 0.5000")
+    page = (tmp_path / "index.html").read_text()
+    assert '<section id="responses">' in page and 'id="fallback-thresholds"' in page
+    assert "fallback rate" in page and "response selection accuracy" in page
+
+
+def test_response_selection_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    write_reports(evaluate(*retrieval_case()), tmp_path, html=False)
+    for name in ("response_selection_confusion_matrix.png", "response_selection_histogram.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

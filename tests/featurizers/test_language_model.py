@@ -21,6 +21,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
 from nlu_engine import registry
+from nlu_engine.config import load_config
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece
 from nlu_engine.featurizers.dense.language_model import (
@@ -340,6 +341,24 @@ def test_weights_are_never_downloaded(tmp_path: Path, bert_dir: Path) -> None:
     assert resolve_weights(str(tmp_path)) == bert_dir.resolve()
 
 
+@pytest.mark.parametrize("weights", ["rasa/LaBSE", "bert-base-uncased"])
+def test_a_rasa_hub_name_says_how_to_point_at_installed_weights(weights: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_weights(weights)
+    message = str(info.value)
+    assert "\n" not in message and "never downloaded" in message
+    assert f"huggingface-cli download {weights}" in message and "model_weights" in message
+
+
+@pytest.mark.parametrize("name", ["gpt2", "roberta", "xlnet", "distilbert", "camembert", "gpt"])
+def test_rasa_model_names_other_than_bert_are_refused_with_what_to_write(name: str) -> None:
+    steps = [{"name": "WhitespaceTokenizer"}, {"name": "LanguageModelFeaturizer", "model_name": name}]
+    with pytest.raises(ConfigError) as info:
+        load_config({"language": "en", "pipeline": steps})
+    message = str(info.value)
+    assert f"model_name '{name}'" in message and "model_name: bert" in message and "\n" not in message
+
+
 def test_pipeline_trains_saves_loads_and_parses(
     bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
 ) -> None:
@@ -363,8 +382,6 @@ def test_pipeline_trains_saves_loads_and_parses(
 
 
 def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nlu_engine.config import load_config
-
     target = LM.rpartition(".")[0] + ":LanguageModelFeaturizer"
     monkeypatch.setitem(registry.COMPONENTS, "LanguageModelFeaturizer", target)
     config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet_bert.yml")

@@ -4,7 +4,8 @@ import re
 from nlu_engine.message import Message, Token
 from nlu_engine.training_data import TrainingData
 from nlu_engine.training_data.annotations import parse_annotated
-from nlu_engine.training_data.validation import validate
+from nlu_engine.training_data.domain import Domain
+from nlu_engine.training_data.validation import domain_warnings, validate
 
 
 def words(text: str) -> list[Token]:
@@ -128,3 +129,61 @@ def test_format_and_as_dict():
     assert "intent 'goodbye' has only 1 example" in text
     assert json.loads(json.dumps(report.as_dict()))["counts"]["per_entity"]["city"] == 2
     assert validate(clean_data()).format().endswith("no warnings")
+
+
+def domain(**parts) -> Domain:
+    return Domain(sources=["domain.yml"], **parts)
+
+
+def project_data() -> TrainingData:
+    """clean_data() with its retrieval intent stored as the readers store it."""
+    data = clean_data()
+    for message in data.messages:
+        if message.intent == "faq/ask_name":
+            message.intent, message.intent_response_key = "faq", "faq/ask_name"
+    return data
+
+
+def test_domain_warnings_are_rasas_for_intents():
+    data = project_data()  # intents greet, travel, faq (faq/ask_name)
+    listed = domain(intents=["greet", "faq", "unused_intent", "restart"],
+                    entities={"city": {"roles": ["to"], "groups": []}, "date": {"roles": [], "groups": []}})
+    stories = {"greet": ["data/stories.yml"], "mood_great": ["data/stories.yml"]}
+    warnings = domain_warnings(data, listed, stories)
+    assert warnings == [
+        "intent 'unused_intent' is listed in domain.yml but has no NLU examples; add examples or "
+        "remove it from the domain",
+        "intent 'travel' has NLU examples but is not listed in domain.yml; add it under 'intents:'",
+        "intent 'mood_great' is used in data/stories.yml but is not listed in domain.yml; add it "
+        "under 'intents:'",
+        "intent 'faq' is not used in any story or rule",
+        "intent 'unused_intent' is not used in any story or rule",
+    ]
+
+
+def test_domain_warnings_without_stories_leave_out_unused_intents():
+    listed = domain(intents=["greet", "travel", "faq"],
+                    entities={"city": {"roles": [], "groups": []}, "date": {"roles": [], "groups": []}})
+    assert domain_warnings(project_data(), listed, {}) == []
+
+
+def test_domain_warnings_for_entities_roles_and_groups():
+    data = project_data()
+    data.messages.append(example('a [large]{"entity": "size", "group": "2"} one', "travel"))
+    listed = domain(intents=["greet", "travel", "faq"],
+                    entities={"city": {"roles": ["from"], "groups": []},
+                              "size": {"roles": [], "groups": ["1"]}})
+    assert domain_warnings(data, listed) == [
+        "role 'to' of entity 'city' is annotated in the NLU data but not listed in its roles in domain.yml",
+        "entity 'date' is annotated in the NLU data but not listed in domain.yml; add it under 'entities:'",
+        "group '2' of entity 'size' is annotated in the NLU data but not listed in its groups in domain.yml",
+    ]
+
+
+def test_a_retrieval_intent_without_a_response_is_reported():
+    warnings = validate(project_data(), words).warnings
+    assert ("retrieval intent 'faq/ask_name' has no response 'utter_faq/ask_name'; add it under "
+            "'responses:' in the domain (--domain) or in the data") in warnings
+    data = project_data()
+    data.responses = {"utter_faq/ask_name": [{"text": "a bot"}]}
+    assert not any("retrieval intent" in w for w in validate(data, words).warnings)

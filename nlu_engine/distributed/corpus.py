@@ -24,6 +24,7 @@ filesystem).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -141,14 +142,20 @@ def _check_next(expected: Iterator[tuple[int, int]], got: tuple[int, int]) -> No
 
 
 def cause_line(error: BaseException) -> str:
-    """The innermost cause's message, on one line (an NLUError raised in a worker, say)."""
-    seen: set[int] = set()
-    inner: BaseException = error
-    while id(inner) not in seen:
-        seen.add(id(inner))
-        nested = getattr(inner, "cause", None) or inner.__cause__
-        if not isinstance(nested, BaseException):
-            break
-        inner = nested
-    lines = [line.strip() for line in str(inner).splitlines() if line.strip()]
-    return f"{type(inner).__name__}: {lines[-1] if lines else ''}"[:400]
+    """What went wrong in a worker, on one line: the message of an NLUError raised there (Ray
+    passes some on only as the text of their traceback), else the last line Ray gave."""
+    chain: list[BaseException] = []
+    inner: BaseException | None = error
+    while inner is not None and inner not in chain:
+        chain.append(inner)
+        nested = getattr(inner, "cause", None)
+        inner = nested if isinstance(nested, BaseException) else inner.__cause__
+    for exc in chain:
+        if isinstance(exc, NLUError):
+            return str(exc)
+    text = "\n".join(str(exc) for exc in chain)
+    raised = re.findall(r"nlu_engine\.errors\.\w+: (.+)", text)
+    if raised:
+        return raised[-1].strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return (lines[-1] if lines else type(error).__name__)[:400]

@@ -116,3 +116,14 @@ def test_groups_out_of_plan_are_refused() -> None:
     _check_next(expected, (0, 0))
     with pytest.raises(RuntimeError, match="chunk 0, group 0 where chunk 0, group 1 was due"):
         _check_next(expected, (0, 0))
+
+
+def test_a_model_the_actors_cannot_load_is_one_line(ray_local: Any, tmp_path: Path) -> None:
+    from nlu_engine.distributed.corpus import parse_on_ray
+    from nlu_engine.errors import NLUError
+
+    corpus = tmp_path / "in.txt"
+    corpus.write_text("hi\n", encoding="utf-8")
+    job = CorpusJob.plan(corpus, "text", "jsonl")
+    with pytest.raises(NLUError, match=r"^the Ray job failed: model archive '.*gone.tar.gz' not found$"):
+        list(parse_on_ray(tmp_path / "gone.tar.gz", [], job, actors=1))

@@ -6,9 +6,10 @@
 1. parse: a corpus of ``--rows`` messages (the texts of SNIPS and NLU-Evaluation-Data, repeated
    and shuffled with a fixed seed) parsed by ``nlu-engine parse --input --output`` in process
    (batched), with ``--workers 2``, and with ``--ray`` and 1 and 2 actors. Rows per second are
-   the command's own figure (reading, parsing, writing; the start, model load and Ray start
-   excluded) and, beside it, rows over the command's whole wall time. The outputs are compared
-   byte for byte.
+   the command's own figure (from the first row read to the last written: the workers' and
+   actors' start and model load are in it; the command's start, the model load in process and
+   Ray's start are not) and, beside it, rows over the command's whole wall time. The outputs are
+   compared byte for byte.
 2. cv: ``nlu-engine test --cross-validation --folds 10`` of ``--cv-config`` on ``--cv-data``
    (default: SNIPS's 700 test messages, DIET with 20 epochs), sequential and ``--ray``; wall
    time, and whether the per-fold scores equal a sequential run with ``--cpus-per-trial 1``.
@@ -156,13 +157,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cv-config", default="diet")
     parser.add_argument("--cv-data", default=str(DATASETS / "SNIPS" / "test.md"))
     parser.add_argument("--cv-set", action="append", default=None, metavar="COMPONENT.KEY=VALUE",
-                        help="training overrides (default: DIETClassifier.epochs=20)")
+                        help="training overrides (default with --cv-config diet: DIETClassifier.epochs=20)")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--requests", type=int, default=4000)
     parser.add_argument("--workdir", default=None, help="folder for the corpus and outputs (default: a temp)")
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args(argv)
-    args.cv_set = args.cv_set if args.cv_set is not None else ["DIETClassifier.epochs=20"]
+    if args.cv_set is None:
+        args.cv_set = ["DIETClassifier.epochs=20"] if args.cv_config == "diet" else []
     import tempfile
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="nlu-scaling-"))

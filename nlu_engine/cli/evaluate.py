@@ -119,7 +119,7 @@ def trial_runner(args: argparse.Namespace) -> Iterator[Any]:
 
     require_ray()
     from nlu_engine.distributed.cluster import connect
-    from nlu_engine.distributed.experiments import RayRunner
+    from nlu_engine.distributed.trials import RayRunner
 
     runner = RayRunner(args.cpus_per_trial or 1)
     with connect(args.ray_address):

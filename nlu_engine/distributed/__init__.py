@@ -3,7 +3,7 @@
 - ``cluster``: start a local Ray or connect to a cluster (``--ray-address``), with one-line errors;
 - ``corpus``: ``nlu-engine parse --input ... --ray``: Ray Data reads the corpus in chunks and an
   actor pool, one model per actor, parses the same groups as ``nlu_engine.corpus.parsing``;
-- ``experiments``: ``nlu-engine test ... --ray``: each training of a cross-validation or a
+- ``trials``: ``nlu-engine test ... --ray``: each training of a cross-validation or a
   comparison is a Ray task running the same unit as the sequential run
   (``nlu_engine.evaluation.experiments``);
 - ``serving``: a Ray Serve deployment of the HTTP app with a replica count

@@ -59,7 +59,7 @@ class Progress(Protocol):
 class Runner(Protocol):
     """Runs an experiment's units: ``function(**shared, **call)`` for each call, results in
     the calls' order. ``Sequential`` runs them here, one after another;
-    ``nlu_engine.distributed.experiments.RayRunner`` as Ray tasks."""
+    ``nlu_engine.distributed.trials.RayRunner`` as Ray tasks."""
 
     def run(
         self,

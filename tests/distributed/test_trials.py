@@ -21,7 +21,7 @@ def data() -> Any:
 
 
 def test_cross_validation_scores_equal_the_sequential_run(ray_local: Any, data: Any) -> None:
-    from nlu_engine.distributed.experiments import RayRunner
+    from nlu_engine.distributed.trials import RayRunner
 
     sequential = cross_validate("logreg", data, folds=3, seed=7)
     on_ray = cross_validate("logreg", data, folds=3, seed=7, runner=RayRunner(cpus_per_trial=1))
@@ -31,7 +31,7 @@ def test_cross_validation_scores_equal_the_sequential_run(ray_local: Any, data: 
 
 
 def test_comparison_scores_equal_the_sequential_run(ray_local: Any, data: Any) -> None:
-    from nlu_engine.distributed.experiments import RayRunner
+    from nlu_engine.distributed.trials import RayRunner
 
     args: dict[str, Any] = {"runs": 2, "percentages": [0, 50], "seed": 3}
     sequential = compare_configs(["logreg", "crf"], data, **args)
@@ -42,7 +42,7 @@ def test_comparison_scores_equal_the_sequential_run(ray_local: Any, data: Any) -
 
 
 def test_a_trial_cannot_ask_for_more_cpus_than_the_cluster_has(ray_local: Any, data: Any) -> None:
-    from nlu_engine.distributed.experiments import RayRunner
+    from nlu_engine.distributed.trials import RayRunner
 
     with pytest.raises(NLUError, match="--cpus-per-trial 3 is more than the Ray cluster's 2 CPUs"):
         cross_validate("logreg", data, folds=2, runner=RayRunner(cpus_per_trial=3))

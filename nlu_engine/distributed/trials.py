@@ -3,7 +3,8 @@
 The units are the sequential run's (``cross_validation_fold``, ``comparison_point`` in
 ``nlu_engine.evaluation.experiments``): each gets the data, the config and its seed, and nothing
 else, so it trains and scores the same model wherever it runs. The data is put in Ray's object
-store once and shared by every task.
+store once and shared by every task; a config file is read by the task, so on a cluster it must
+be at the same path on every node (a shipped pipeline by name is found anywhere).
 
 Each task reserves ``cpus_per_trial`` CPUs and runs its training with that many threads
 (:func:`nlu_engine.evaluation.experiments.trial_threads`). A model's numbers depend on the thread

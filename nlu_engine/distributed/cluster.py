@@ -70,7 +70,10 @@ def quiet_ray() -> None:
     import ray.data  # noqa: F401 - configures its loggers on import; quieten them after
 
     for handler in logging.getLogger("ray.data").handlers:
-        if "File" not in type(handler).__name__:
+        # Ray Data's own console handler only: not its session files, nor a handler someone
+        # else attached (a test runner's capture)
+        kind = type(handler)
+        if kind.__module__.startswith("ray.") and "File" not in kind.__name__:
             handler.setLevel(logging.ERROR)
 
 

@@ -38,17 +38,6 @@ def in_process(archive: Path, job: CorpusJob, out: Path) -> bytes:
     return out.read_bytes()
 
 
-def test_ray_writes_the_in_process_bytes(ray_local: Any, logreg_archive: Path, tmp_path: Path) -> None:
-    from nlu_engine.distributed.corpus import parse_on_ray
-
-    job = CorpusJob.plan(mixed_jsonl(tmp_path / "in.jsonl", 500), "jsonl", "jsonl", batch_size=16)
-    assert len(job.chunks) == 3
-    expected = in_process(logreg_archive, job, tmp_path / "local.jsonl")
-    stats = write(parse_on_ray(logreg_archive, [], job, actors=2), tmp_path / "ray.jsonl")
-    assert (tmp_path / "ray.jsonl").read_bytes() == expected
-    assert stats.rows == job.rows and stats.errors == 3 * 26
-
-
 def actor_processes() -> list[int]:
     """This test's own Ray actors that parse (the local Ray runs under this process)."""
     children: dict[int, list[int]] = {}
@@ -72,9 +61,11 @@ def actor_processes() -> list[int]:
 
 
 def test_a_killed_actor_loses_no_row(ray_local: Any, logreg_archive: Path, tmp_path: Path) -> None:
+    """The in-process bytes, error rows included, though an actor was SIGKILLed mid-job."""
     from nlu_engine.distributed.corpus import parse_on_ray
 
     job = CorpusJob.plan(mixed_jsonl(tmp_path / "in.jsonl", 1200), "jsonl", "jsonl", batch_size=16)
+    assert len(job.chunks) == 7
     expected = in_process(logreg_archive, job, tmp_path / "local.jsonl")
     killed: list[int] = []
     written = [0]
@@ -90,7 +81,7 @@ def test_a_killed_actor_loses_no_row(ray_local: Any, logreg_archive: Path, tmp_p
     outputs: Any = parse_on_ray(logreg_archive, [], job, actors=2)
     stats = write(outputs, tmp_path / "ray.jsonl", kill_one_actor)
     assert killed and killed[0] < job.rows / 4  # killed early in the job, not after it
-    assert stats.rows == job.rows
+    assert stats.rows == job.rows and stats.errors == 3 * 62
     assert (tmp_path / "ray.jsonl").read_bytes() == expected
 
 
@@ -100,7 +91,7 @@ def test_the_cli_runs_on_the_ray_it_finds(ray_local: Any, logreg_archive: Path, 
 
     corpus = tmp_path / "in.txt"
     corpus.write_text("\n".join(corpus_texts(40)) + "\n\n", encoding="utf-8")
-    for name, extra in (("ray.jsonl", ["--ray", "--workers", "2"]), ("local.jsonl", [])):
+    for name, extra in (("ray.jsonl", ["--ray", "--workers", "1"]), ("local.jsonl", [])):
         code = main(["parse", "-m", str(logreg_archive), "--input", str(corpus),
                      "--output", str(tmp_path / name), *extra])
         assert code == 0
@@ -118,6 +109,7 @@ def test_groups_out_of_plan_are_refused() -> None:
         _check_next(expected, (0, 0))
 
 
+@pytest.mark.slow
 def test_a_model_the_actors_cannot_load_is_one_line(ray_local: Any, tmp_path: Path) -> None:
     from nlu_engine.distributed.corpus import parse_on_ray
     from nlu_engine.errors import NLUError

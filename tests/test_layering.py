@@ -31,10 +31,13 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("pipeline/persistence", ("nlu_engine.registry", "nlu_engine.config", "nlu_engine.pipeline",
                               "nlu_engine.persistence", "nlu_engine.finetune")),
     ("model", ("nlu_engine.model",)),
+    # corpus files parsed with a model: formats, output, in-process and local-process runs
+    ("corpus", ("nlu_engine.corpus",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),
-    # the faces: HTTP, command line, and the package itself (``nlu_engine.train``, ``load``)
-    ("server/cli", ("nlu_engine.server", "nlu_engine.cli", "nlu_engine.__main__", "nlu_engine")),
+    # the faces: HTTP, command line, Ray, and the package itself (``nlu_engine.train``, ``load``)
+    ("server/cli", ("nlu_engine.server", "nlu_engine.cli", "nlu_engine.distributed", "nlu_engine.__main__",
+                    "nlu_engine")),
 ]
 #: names of the package root any module may import: constants, not the API the root holds
 ROOT_CONSTANTS = frozenset({"__version__", "MINIMUM_COMPATIBLE_VERSION"})

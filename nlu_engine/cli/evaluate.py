@@ -19,7 +19,11 @@ Nothing heavy is imported at module level.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +68,22 @@ def register(commands: Any) -> None:
     test.add_argument("--random-seed", type=int, default=42, help="seed of folds and splits (default: 42)")
     test.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
                       help="with --config: override a parameter, e.g. DIETClassifier.epochs=5")
+    test.add_argument("--ray", action="store_true",
+                      help="with --cross-validation or --config: run each training as a Ray task "
+                           "(pip install 'nlu-engine[distributed]'); a local Ray, or --ray-address")
+    test.add_argument("--ray-address", default=None, metavar="ADDR",
+                      help="a running Ray cluster (host:6379, ray://host:10001 or auto); implies --ray")
+    test.add_argument("--cpus-per-trial", type=int, default=None, metavar="N",
+                      help="CPUs (and TensorFlow threads) per training: with --ray the CPUs each task "
+                           "reserves (default: 1); without, the threads of the sequential run "
+                           "(default: TensorFlow's). Scores match between runs with the same N")
     allow.add_arguments(test, config=False)
     test.set_defaults(func=cmd_test)
 
 
 def cmd_test(args: argparse.Namespace) -> int:
+    if args.cpus_per_trial is not None and args.cpus_per_trial < 1:
+        raise NLUError("--cpus-per-trial must be at least 1")
     if args.cross_validation:
         return run_cross_validation(args)
     if args.config:
@@ -76,7 +91,39 @@ def cmd_test(args: argparse.Namespace) -> int:
     if args.set:
         raise NLUError("--set changes training parameters; use it with --config (cross-validation "
                        "or comparison), not with a trained model (-m)")
+    if args.ray or args.ray_address or args.cpus_per_trial:
+        raise NLUError("--ray, --ray-address and --cpus-per-trial run the trainings of "
+                       "--cross-validation or a comparison (--config ...), not a model test (-m)")
     return run_model_test(args)
+
+
+def execution(args: argparse.Namespace) -> dict[str, Any]:
+    """How the trainings ran, for summary.json."""
+    on_ray = bool(args.ray or args.ray_address)
+    return {"ray": on_ray, "ray_address": args.ray_address,
+            "cpus_per_trial": args.cpus_per_trial or (1 if on_ray else None)}
+
+
+@contextlib.contextmanager
+def trial_runner(args: argparse.Namespace) -> Iterator[Any]:
+    """The runner of an experiment's trainings: None (one after another, here, with
+    ``--cpus-per-trial`` threads when given) or, with ``--ray``, Ray tasks."""
+    from nlu_engine.evaluation.experiments import trial_threads
+
+    if not (args.ray or args.ray_address):
+        if args.cpus_per_trial:  # before TensorFlow and NumPy are imported
+            os.environ.update(trial_threads(args.cpus_per_trial))
+        yield None
+        return
+    from nlu_engine.distributed import require_ray
+
+    require_ray()
+    from nlu_engine.distributed.cluster import connect
+    from nlu_engine.distributed.trials import RayRunner
+
+    runner = RayRunner(args.cpus_per_trial or 1)
+    with connect(args.ray_address):
+        yield runner
 
 
 # --- progress on the terminal ------------------------------------------------------------------
@@ -194,9 +241,11 @@ def run_cross_validation(args: argparse.Namespace) -> int:
         raise NLUError(f"--folds must be at least 2 (got {args.folds})")
     config = args.config[0] if args.config else None
     data = _load_data(args.data)
+    start = time.perf_counter()
     try:
-        result = cross_validate(config, data, folds=args.folds, seed=args.random_seed,
-                                overrides=args.set, progress=TerminalProgress())
+        with trial_runner(args) as runner:
+            result = cross_validate(config, data, folds=args.folds, seed=args.random_seed,
+                                    overrides=args.set, progress=TerminalProgress(), runner=runner)
     except DataError as error:
         raise DataError(f"{', '.join(args.data)}: {error}") from None
     info = {
@@ -206,8 +255,10 @@ def run_cross_validation(args: argparse.Namespace) -> int:
         "data": [str(p) for p in args.data],
         "cross_validation": {"folds": args.folds, "random_seed": args.random_seed,
                              "metrics": result.metrics, "per_fold": result.fold_summaries},
+        "execution": execution(args),
         "timings": {"train_seconds": round(result.train_seconds, 3),
-                    "parse_seconds": round(result.parse_seconds, 3)},
+                    "parse_seconds": round(result.parse_seconds, 3),
+                    "wall_seconds": round(time.perf_counter() - start, 3)},
     }
     summary = _write(result.evaluation, args, info)
     print(f"Cross-validation, {args.folds} folds (held-out predictions of all folds together):")
@@ -229,12 +280,13 @@ def run_comparison(args: argparse.Namespace) -> int:
             raise NLUError(f"--percentages must be between 0 and 100 (excluded), got {p:g}")
     data = _load_data(args.data)
     try:
-        comparison = compare_configs(args.config, data, runs=args.runs,
-                                     percentages=args.percentages, seed=args.random_seed,
-                                     overrides=args.set, progress=TerminalProgress())
+        with trial_runner(args) as runner:
+            comparison = compare_configs(args.config, data, runs=args.runs,
+                                         percentages=args.percentages, seed=args.random_seed,
+                                         overrides=args.set, progress=TerminalProgress(), runner=runner)
     except DataError as error:
         raise DataError(f"{', '.join(args.data)}: {error}") from None
-    as_json = comparison.to_json([str(p) for p in args.data])
+    as_json = {**comparison.to_json([str(p) for p in args.data]), "execution": execution(args)}
     files, notices = write_comparison(as_json, args.out, plot=not args.no_plot)
     for notice in notices:
         print(f"notice: {notice}", file=sys.stderr)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from nlu_engine import __version__
-from nlu_engine.cli import allow
+from nlu_engine.cli import allow, parse_corpus
 from nlu_engine.errors import NLUError
 
 logger = logging.getLogger(__name__)
@@ -64,11 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
                             f"(default: {DEFAULT_DOMAIN} when it exists)")
     train.set_defaults(func=cmd_train)
 
-    parse = commands.add_parser("parse", help="parse a message, or one message per line of stdin")
+    parse = commands.add_parser(
+        "parse", help="parse a message, one message per line of stdin, or a corpus file (--input)")
     parse.add_argument("text", nargs="?", help="the message; omit to read stdin")
     parse.add_argument("-m", "--model", default=DEFAULT_MODELS, help="archive or folder (newest)")
-    parse.add_argument("--batch-size", type=int, default=64)
+    parse.add_argument("--batch-size", type=int, default=64,
+                       help="messages parsed as one batch (default: 64)")
     allow.add_arguments(parse)
+    parse_corpus.add_arguments(parse)
     parse.set_defaults(func=cmd_parse)
 
     shell = commands.add_parser("shell", help="type messages and read the parse")
@@ -150,6 +153,10 @@ def _read_lines(stream: Any, batch_size: int) -> Iterator[list[str]]:
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
+    if args.input is not None or args.output is not None:
+        return parse_corpus.run(args)
+    if args.ray or args.ray_address is not None or args.workers is not None:
+        raise NLUError("--ray, --ray-address and --workers parse a corpus file: add --input IN --output OUT")
     from nlu_engine.model import Model
 
     model = Model.load(args.model, allow.allowed(args.allow_component, args.config))

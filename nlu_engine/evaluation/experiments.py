@@ -20,7 +20,7 @@ import math
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -54,6 +54,46 @@ class Progress(Protocol):
 
     def end(self) -> None:
         """The experiment is over (also after an error)."""
+
+
+class Runner(Protocol):
+    """Runs an experiment's units: ``function(**shared, **call)`` for each call, results in
+    the calls' order. ``Sequential`` runs them here, one after another;
+    ``nlu_engine.distributed.trials.RayRunner`` as Ray tasks."""
+
+    def run(
+        self,
+        function: Callable[..., RunResult],
+        shared: Mapping[str, Any],
+        calls: Sequence[Mapping[str, Any]],
+        progress: Progress,
+    ) -> Iterator[RunResult]:
+        """The result of each call, in order."""
+
+
+class Sequential:
+    """The ``Runner`` that trains one unit after another in this process: the default."""
+
+    def run(
+        self,
+        function: Callable[..., RunResult],
+        shared: Mapping[str, Any],
+        calls: Sequence[Mapping[str, Any]],
+        progress: Progress,
+    ) -> Iterator[RunResult]:
+        for call in calls:
+            yield function(**shared, **call, progress=progress)
+
+
+def trial_threads(cpus: int) -> dict[str, str]:
+    """The environment that gives a training ``cpus`` threads (TensorFlow's and BLAS's).
+
+    A model's numbers depend on how many threads summed them, so two runs of a unit are
+    identical only with the same thread count: a distributed run sets these in each task, and a
+    sequential run set the same way (``--cpus-per-trial``) reproduces it.
+    """
+    return {"TF_NUM_INTRAOP_THREADS": str(cpus), "TF_NUM_INTEROP_THREADS": str(cpus),
+            "OMP_NUM_THREADS": str(cpus)}
 
 
 class Quiet:
@@ -272,12 +312,17 @@ def cross_validate(
     seed: int = 42,
     overrides: Sequence[str] = (),
     progress: Progress | None = None,
+    runner: Runner | None = None,
 ) -> CrossValidation:
-    """Train and score ``config`` on each of ``folds`` stratified folds split with ``seed``."""
+    """Train and score ``config`` on each of ``folds`` stratified folds split with ``seed``;
+    ``runner`` runs the folds (default: one after another, here)."""
     check_configs([config], overrides)
     cross_validation_folds(data, folds, seed)  # too little data fails before anything trains
     # each fold splits the data again from the seed, as a worker given only the data would
     progress = progress or Quiet()
+    shared = {"config": config, "data": data, "folds": folds, "seed": seed, "overrides": tuple(overrides)}
+    runs = (runner or Sequential()).run(cross_validation_fold, shared, [{"fold": f} for f in range(folds)],
+                                        progress)
     golds: list[Message] = []
     results: list[dict[str, Any]] = []
     summaries: list[dict[str, Any]] = []
@@ -285,9 +330,7 @@ def cross_validate(
     train_seconds = parse_seconds = 0.0
     progress.begin(folds, "fold", "cross-validation")
     try:
-        for fold in range(folds):
-            run = cross_validation_fold(config, data, folds=folds, fold=fold, seed=seed,
-                                        overrides=overrides, progress=progress)
+        for fold, run in enumerate(runs):
             train_seconds += run.train_seconds
             parse_seconds += run.parse_seconds
             extractors.update(run.extractors)
@@ -388,8 +431,10 @@ def compare_configs(
     seed: int = 42,
     overrides: Sequence[str] = (),
     progress: Progress | None = None,
+    runner: Runner | None = None,
 ) -> Comparison:
-    """Per run ``r`` (split seed ``seed + r``) and percentage removed, train and score each config."""
+    """Per run ``r`` (split seed ``seed + r``) and percentage removed, train and score each
+    config; ``runner`` runs the trainings (default: one after another, here)."""
     if not configs:
         raise ValueError("no configs to compare")
     if runs < 1:
@@ -401,24 +446,22 @@ def compare_configs(
     names = config_names([str(c) for c in configs])
     progress = progress or Quiet()
     summaries: dict[tuple[int, int, str], dict[str, Any]] = {}
-    num_examples: list[list[int]] = []
-    num_test: list[int] = []
+    num_examples = [[0] * len(points) for _ in range(runs)]
+    num_test = [0] * runs
+    keys = [(run, pi, name) for run in range(runs) for pi in range(len(points)) for name in names]
+    paths = dict(zip(names, configs, strict=True))
+    calls = [{"config": paths[name], "seed": seed + run, "percent": points[pi],
+              "label": f"run {run + 1}, {points[pi]}% removed, {name}"} for run, pi, name in keys]
     start = time.perf_counter()
-    progress.begin(runs * len(points) * len(names), "model", "comparison")
+    progress.begin(len(calls), "model", "comparison")
     try:
-        for run in range(runs):
-            sizes = []
-            for pi, percent in enumerate(points):
-                for name, config in zip(names, configs, strict=True):
-                    point = comparison_point(
-                        config, data, seed=seed + run, percent=percent, overrides=overrides,
-                        progress=progress, label=f"run {run + 1}, {percent}% removed, {name}",
-                    )
-                    summaries[run, pi, name] = point.evaluation.summary()
-                    progress.advance()
-                sizes.append(point.num_train)
-            num_examples.append(sizes)
-            num_test.append(len(point.golds))
+        points_run = (runner or Sequential()).run(
+            comparison_point, {"data": data, "overrides": tuple(overrides)}, calls, progress)
+        for (run, pi, name), point in zip(keys, points_run, strict=True):
+            summaries[run, pi, name] = point.evaluation.summary()
+            num_examples[run][pi] = point.num_train
+            num_test[run] = len(point.golds)
+            progress.advance()
     finally:
         progress.end()
     return Comparison(

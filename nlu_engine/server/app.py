@@ -74,6 +74,7 @@ def create_app(
     batch_size: int = 64,
     batch_wait: float = 0.0015,
     allow_components: Iterable[str] = (),
+    worker_id: str | None = None,
 ) -> Starlette:
     """The ASGI app.
 
@@ -83,6 +84,7 @@ def create_app(
     (503 on parse) until ``PUT /model``. ``models_dir`` is the only folder ``PUT /model`` may load
     from (default: the folder of ``model_path``). ``allow_components`` names the custom component
     classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
+    ``worker_id`` names this process in ``/status`` (default: ``host:pid``).
     """
     from nlu_engine.registry import allowed_components
 
@@ -101,6 +103,7 @@ def create_app(
         batch_wait=batch_wait,
         allow_components=allowed_components(allow_components),
         auth=Authenticator(auth_token, jwt_secret),
+        worker_id=worker_id,
     )
 
     @contextlib.asynccontextmanager

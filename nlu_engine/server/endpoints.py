@@ -122,6 +122,7 @@ async def status(request: Request, state: ServerState) -> Response:
             "trained_at": manifest.get("trained_at"),
             "pipeline": [step.get("name") for step in manifest.get("pipeline", [])],
             "uptime_seconds": round(time.time() - state.started, 1),
+            "worker_id": state.worker_id,
             "batching": {
                 "requests": state.batcher.requests,
                 "batches": state.batcher.batches,

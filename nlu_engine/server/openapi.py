@@ -239,6 +239,8 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
             "trained_at": {"type": ["string", "null"]},
             "pipeline": {"type": "array", "items": {"type": "string"}},
             "uptime_seconds": {"type": "number"},
+            "worker_id": {"type": "string",
+                          "description": "The process that answered (host:pid, or a Ray Serve replica)"},
             "batching": {
                 "type": "object",
                 "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},

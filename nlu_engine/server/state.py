@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,8 +53,11 @@ class ServerState:
         batch_wait: float,
         allow_components: frozenset[str] = frozenset(),
         auth: Authenticator | None = None,
+        worker_id: str | None = None,
     ) -> None:
         self.model = model
+        # which process answered: several serve one port (--workers, Ray Serve replicas)
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.auth = auth or Authenticator(None, None)
         self.allow_components = allow_components
         self.model_path = model_path

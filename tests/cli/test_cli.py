@@ -19,7 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DATA = PROJECT_ROOT / "data" / "nlu.yml"
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 HEAVY = ("tensorflow", "keras", "sklearn", "scipy", "numpy", "matplotlib", "starlette", "uvicorn",
-         "spacy", "transformers", "torch")
+         "spacy", "transformers", "torch", "ray", "pyarrow")
 
 
 def run(

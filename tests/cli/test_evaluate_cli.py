@@ -174,6 +174,7 @@ def test_cross_validation(project, capsys):
     assert summary["intent"]["num_errors"] == errors
     assert (project / "cv" / "WordExtractor_report.json").is_file()
     assert "±" in out
+    assert summary["execution"] == {"ray": False, "ray_address": None, "cpus_per_trial": None}
 
 
 def test_comparison(project, capsys):
@@ -200,6 +201,8 @@ def test_comparison(project, capsys):
         (["--config", "config.yml", "--percentages", "100"], "--percentages must be between"),
         (["--set", "DIETClassifier.epochs=2"], "--set changes training parameters"),
         (["-m", "nowhere"], "nowhere"),
+        (["--ray"], "--ray, --ray-address and --cpus-per-trial run the trainings of --cross-validation"),
+        (["--cross-validation", "--cpus-per-trial", "0"], "--cpus-per-trial must be at least 1"),
     ],
 )
 def test_user_errors_are_one_line(project, capsys, argv, message):

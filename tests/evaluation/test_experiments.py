@@ -143,3 +143,26 @@ def test_aggregate_folds_mean_and_population_std():
     assert stats["intent accuracy"]["mean"] == pytest.approx(0.9)
     assert stats["intent accuracy"]["std"] == pytest.approx((0.02 / 3) ** 0.5)
     assert stats["intent accuracy"]["folds"] == [0.8, 0.9, 1.0]
+
+
+class ReversedRunner:
+    """A runner that runs the units last first (as a pool may finish them) and returns them in
+    order, recording the calls it was given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def run(self, function, shared, calls, progress):
+        self.calls = [dict(call) for call in calls]
+        results = {i: function(**shared, **call) for i, call in reversed(list(enumerate(calls)))}
+        return iter([results[i] for i in range(len(calls))])
+
+
+def test_a_runner_runs_the_units_and_the_aggregate_is_the_sequential_one(data):
+    runner = ReversedRunner()
+    result = cross_validate(CONFIG, data, folds=3, seed=7, runner=runner)
+    assert runner.calls == [{"fold": 0}, {"fold": 1}, {"fold": 2}]
+    assert result.fold_summaries == cross_validate(CONFIG, data, folds=3, seed=7).fold_summaries
+    comparison = compare_configs([CONFIG], data, runs=2, percentages=[0, 50], seed=1, runner=runner)
+    assert [(c["seed"], c["percent"]) for c in runner.calls] == [(1, 0), (1, 50), (2, 0), (2, 50)]
+    assert comparison.results == compare_configs([CONFIG], data, runs=2, percentages=[0, 50], seed=1).results

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -105,12 +106,14 @@ def test_hello_version_health(client: Any) -> None:
     assert client.get("/health").json() == {"status": "ok", "model_loaded": True}
 
 
-def test_status_names_the_model(client: Any, model_a: Model) -> None:
+def test_status_names_the_model(client: Any, model_a: Model, server: ServerProcess) -> None:
     status = client.get("/status").json()
     assert status["model_file"] == "a.tar.gz"
     assert status["model_id"] == model_a.model_id
     assert status["num_active_training_jobs"] == 0
     assert status["pipeline"][-1] == "LogisticRegressionClassifier"
+    assert server.process is not None
+    assert status["worker_id"] == f"{socket.gethostname()}:{server.process.pid}"
 
 
 def test_parse_is_identical_to_model_parse(client: Any, model_a: Model) -> None:
@@ -423,12 +426,27 @@ def test_no_model_then_reload_while_serving(archives: dict[str, Path], tmp_path:
         assert "Traceback" not in server.log()
 
 
+def children(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"PPid:\t{pid}\n" in (entry / "status").read_text():
+                found.add(int(entry.name))
+        except OSError:  # it ended meanwhile
+            continue
+    return found
+
+
 def test_several_workers(archives: dict[str, Path], model_a: Model) -> None:
     with ServerProcess(["-m", str(archives["a"]), "--workers", "2"], ready_path="/status") as server, \
             httpx.Client(base_url=server.url, trust_env=False, timeout=30) as http:
         for text in TEXTS[:3]:
             assert http.post("/model/parse", json={"text": text}).json() == model_a.parse(text)
         assert_error(http.put("/model", json={"model_file": "b.tar.gz"}), 409)
+        assert server.process is not None
+        answered = {http.get("/status").json()["worker_id"] for _ in range(5)}
+        assert answered and {int(w.rpartition(":")[2]) for w in answered} <= children(server.process.pid)
         latencies = []
         for _ in range(30):  # with Nagle's algorithm on, each would wait ~40 ms for a delayed ACK
             start = time.perf_counter()

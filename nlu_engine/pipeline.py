@@ -10,7 +10,7 @@ from typing import Any
 
 from nlu_engine.component import Component
 from nlu_engine.config import PipelineConfig
-from nlu_engine.errors import DataError
+from nlu_engine.errors import ConfigError, DataError
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -46,6 +46,7 @@ class Pipeline:
             component.index = index
             component.language = config.language
             components.append(component)
+        connect_trainable_encoders(components, config.source)
         return cls(config, components)
 
     def train(self, data: TrainingData, log: Callable[[str], None] | None = _stderr) -> None:
@@ -73,3 +74,38 @@ class Pipeline:
     def parse_batch(self, texts: list[str]) -> list[dict[str, Any]]:
         messages = self.process([Message(text=text) for text in texts])
         return [m.as_parse_result() for m in messages]
+
+
+def connect_trainable_encoders(components: list[Component], where: str) -> None:
+    """Hand each encoder a featurizer offers for fine-tuning to the later component that reads
+    its features, which must be exactly one that can fine-tune it.
+
+    A second reader would learn from the features before fine-tuning and meet the tuned ones
+    when parsing, so it is refused, as is an encoder nothing fine-tunes.
+    """
+    for i, component in enumerate(components):
+        encoder = component.trainable_encoder()
+        if encoder is None:
+            continue
+        name = f"{component.component_name()} (step {i + 1})"
+        origin = encoder.origin()
+        readers = [(j, c) for j, c in enumerate(components) if j > i and c.reads_features_from(origin)]
+        if not readers:
+            raise ConfigError(
+                f"{where}: {name} is trainable but no later component reads its features; add "
+                "DIETClassifier after it or set trainable: false"
+            )
+        if len(readers) > 1:
+            others = ", ".join(f"{c.component_name()} (step {j + 1})" for j, c in readers)
+            raise ConfigError(
+                f"{where}: {name} is trainable, so one component may read its features, but "
+                f"{others} do: the others would parse with other features than they trained on; "
+                f"give them `featurizers:` without '{origin}' or set trainable: false"
+            )
+        j, reader = readers[0]
+        if not reader.accept_trainable_encoder(encoder):
+            raise ConfigError(
+                f"{where}: {name} is trainable, but {reader.component_name()} (step {j + 1}), "
+                "which reads its features, cannot fine-tune it; use DIETClassifier there or set "
+                "trainable: false"
+            )

@@ -18,7 +18,15 @@ import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import ENTITIES, FEATURES, INTENT, EntityExtractor, IntentClassifier, param
+from nlu_engine.component import (
+    ENTITIES,
+    FEATURES,
+    INTENT,
+    EntityExtractor,
+    IntentClassifier,
+    TrainableEncoder,
+    param,
+)
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
@@ -134,6 +142,15 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     def labels_in(self, data: TrainingData, examples: list[Message]) -> list[str]:
         return sorted({label for m in examples if (label := self.label_of(m))})
+
+    # --- fine-tuned encoders (the pipeline hands them over when it is built) ---------------
+    def reads_features_from(self, origin: str) -> bool:
+        return not self.config.featurizers or origin in self.config.featurizers
+
+    def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
+        """Fine-tune ``encoder`` with the network: its features are computed in the graph."""
+        self._encoders = [*getattr(self, "_encoders", []), encoder]
+        return True
 
     # --- parameters the network reads -----------------------------------------------------
     def network_params(self) -> dict[str, Any]:
@@ -262,14 +279,19 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         import_tensorflow()  # before anything imports it: the package's TensorFlow settings
+        from nlu_engine.classifiers.diet.encoders import encoder_slots, ragged_inputs
         from nlu_engine.classifiers.diet.training import fit
 
         self._seed()
         label_features = self._label_features(examples)
         encoded = self._encode(examples, with_targets=True)
-        network, self.history_ = fit(self, params, encoded, label_features)
+        slots = encoder_slots(getattr(self, "_encoders", []), examples[0], self.config.featurizers or None)
+        encoded.ragged = ragged_inputs(slots, examples)
+        network, self.history_ = fit(self, params, encoded, label_features, encoders=slots)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
+        for slot in network.encoder_slots:  # the featurizer computes the tuned features from now on
+            slot.encoder.adopt(slot.layer.tuned_weights())
         exported = network.export_weights()
         del network
         gc.collect()

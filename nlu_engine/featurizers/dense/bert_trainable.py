@@ -101,20 +101,22 @@ class TrainableBert(keras.layers.Layer):
             return tf.nn.relu(x)
         return tf.nn.gelu(x, approximate=self.cfg.hidden_act != "gelu")
 
-    def _layer(self, b: dict[str, Any], x: Any, bias: Any, training: bool) -> Any:
-        """One post-LN BERT layer: x (B, S, H) -> (B, S, H)."""
-        size, length, hidden = tf.shape(x)[0], tf.shape(x)[1], self.cfg.hidden_size
+    def _layer(self, b: dict[str, Any], x: Any, bias: Any, shape: tuple[Any, Any], training: bool) -> Any:
+        """One post-LN BERT layer on x (B*S, H) -> (B*S, H). Dense layers multiply 2-D
+        matrices: a 3-D input would make TensorFlow's kernel gradient a batch of products."""
+        size, length = shape
+        hidden = self.cfg.hidden_size
 
-        def heads(t: Any) -> Any:  # (B, S, H) -> (B, h, S, d)
+        def heads(t: Any) -> Any:  # (B*S, H) -> (B, h, S, d)
             return tf.transpose(tf.reshape(t, [size, length, self.heads, self.head_dim]), [0, 2, 1, 3])
 
-        q, k, v = tf.split(tf.matmul(x, b["qkv_w"]) + b["qkv_b"], 3, axis=-1)  # 3 x (B, S, H)
+        q, k, v = tf.split(tf.matmul(x, b["qkv_w"]) + b["qkv_b"], 3, axis=-1)  # 3 x (B*S, H)
         scores = tf.matmul(heads(q), heads(k), transpose_b=True) / np.sqrt(self.head_dim)
         probs = self._drop(tf.nn.softmax(scores + bias, axis=-1), training)  # (B, h, S, S)
-        context = tf.reshape(tf.transpose(tf.matmul(probs, heads(v)), [0, 2, 1, 3]), [size, length, hidden])
+        context = tf.reshape(tf.transpose(tf.matmul(probs, heads(v)), [0, 2, 1, 3]), [-1, hidden])
         attended = self._drop(tf.matmul(context, b["o_w"]) + b["o_b"], training)
         x = self._norm(x + attended, b["ln1_g"], b["ln1_b"])
-        inner = self._act(tf.matmul(x, b["i_w"]) + b["i_b"])  # (B, S, I)
+        inner = self._act(tf.matmul(x, b["i_w"]) + b["i_b"])  # (B*S, I)
         out = self._drop(tf.matmul(inner, b["out_w"]) + b["out_b"], training)
         return self._norm(x + out, b["ln2_g"], b["ln2_b"])
 
@@ -128,8 +130,12 @@ class TrainableBert(keras.layers.Layer):
         else:
             x = tf.cast(inputs["states"], tf.float32)  # (B, S, H)
         bias = (1.0 - mask)[:, tf.newaxis, tf.newaxis, :] * -1e9  # (B, 1, 1, S)
+        shape = (tf.shape(x)[0], tf.shape(x)[1])
+        hidden = self.cfg.hidden_size
+        x = tf.reshape(x, [-1, hidden])  # (B*S, H)
         for block in self.blocks:
-            x = self._layer(block, x, bias, training)
+            x = self._layer(block, x, bias, shape, training)
+        x = tf.reshape(x, [shape[0], shape[1], hidden])  # (B, S, H)
         return self._words(x, inputs, num_words), self._sentence(x, mask)
 
     def _words(self, x: Any, inputs: dict[str, Any], num_words: Any) -> Any:

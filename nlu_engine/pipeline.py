@@ -84,10 +84,14 @@ def connect_trainable_encoders(components: list[Component], where: str) -> None:
     when parsing, so it is refused, as is an encoder nothing fine-tunes.
     """
     for i, component in enumerate(components):
-        encoder = component.trainable_encoder()
+        name = f"{component.component_name()} (step {i + 1})"
+        try:
+            encoder = component.trainable_encoder()
+        except ConfigError as error:  # e.g. weights missing or not fitting: before anything trains
+            text = str(error).removeprefix(f"{component.component_name()}: ")
+            raise ConfigError(f"{where}: {name}: {text}") from None
         if encoder is None:
             continue
-        name = f"{component.component_name()} (step {i + 1})"
         origin = encoder.origin()
         readers = [(j, c) for j, c in enumerate(components) if j > i and c.reads_features_from(origin)]
         if not readers:
@@ -100,7 +104,7 @@ def connect_trainable_encoders(components: list[Component], where: str) -> None:
             raise ConfigError(
                 f"{where}: {name} is trainable, so one component may read its features, but "
                 f"{others} do: the others would parse with other features than they trained on; "
-                f"give them `featurizers:` without '{origin}' or set trainable: false"
+                f"leave '{origin}' out of their `featurizers:` lists or set trainable: false"
             )
         j, reader = readers[0]
         if not reader.accept_trainable_encoder(encoder):

@@ -145,11 +145,8 @@ class GroupedAdam:
         groups: list[tuple[list, float | Callable[[tf.Tensor], tf.Tensor]]],
         l2: list[tuple[Any, float]] | None = None,
     ) -> None:
-        def key(variable: Any) -> int:
-            return id(getattr(variable, "value", variable))
-
-        group_of = {key(v): g for g, (members, _) in enumerate(groups, 1) for v in members}
-        assigned = [group_of.get(key(v), 0) for v in variables]
+        group_of = {id(v): g for g, (members, _) in enumerate(groups, 1) for v in members}
+        assigned = [group_of.get(id(v), 0) for v in variables]
         rates = [learning_rate, *(rate for _, rate in groups)]
         self.members = [[i for i, g in enumerate(assigned) if g == group] for group in range(len(rates))]
         self.optimizers = [

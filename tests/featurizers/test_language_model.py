@@ -403,6 +403,37 @@ def test_a_trainable_featurizer_nothing_fine_tuned_is_not_saved(bert_dir: Path, 
         featurizer.persist(tmp_path)
 
 
+def test_a_fine_tuned_model_parses_without_tensorflow(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
+) -> None:
+    import subprocess
+    import sys
+
+    from nlu_engine.model import Model, train
+
+    diet = {"name": "DIETClassifier", "epochs": 2, "number_of_transformer_layers": 1,
+            "transformer_size": 16, "number_of_attention_heads": 2, "run_eagerly": True,
+            "show_progress": False}
+    config = {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"},
+        {"name": LM, "model_weights": str(bert_dir), "trainable": True, "trainable_layers": 1},
+        {"name": "CountVectorsFeaturizer"},
+        diet,
+    ]}
+    archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name="ft", log=None)
+    expected = Model.load(archive).parse_batch(tiny_texts)
+    script = (
+        "import json, sys\n"
+        "from nlu_engine.model import Model\n"
+        f"results = Model.load({str(archive)!r}).parse_batch({tiny_texts!r})\n"
+        "print(json.dumps([results, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    results, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (tensorflow, keras) == (False, False)
+    assert results == json.loads(json.dumps(expected))
+
+
 def test_training_again_starts_from_the_pretrained_weights(bert_dir: Path) -> None:
     featurizer = fine_tuned(bert_dir, trainable_layers=1)
     featurizer.train(TrainingData([]))

@@ -11,6 +11,8 @@ EXTRAS = {
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10"],
+    # benchmarks/baseline.py: the CRFsuite entity baseline
+    "bench": ["sklearn-crfsuite>=0.5,<0.6"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})
 

@@ -4,10 +4,10 @@
     .venv/bin/python benchmarks/baseline.py training_configs/nlu_eval.yml [--fold 1 --fold 2 ...]
 
 Intents: TF-IDF of word 1-2-grams and character 1-5-grams (within words) -> LinearSVC.
-Entities: a CRF (CRFsuite through sklearn-crfsuite, L-BFGS with L1 and L2) over BILOU tags of
-the WhitespaceTokenizer's tokens, with the usual lexical features of the token and its
-neighbours (lower case, prefixes and suffixes, shape, digits) - the features of Rasa's
-CRFEntityExtractor, without a language model.
+Entities: a CRF (CRFsuite through sklearn-crfsuite, L-BFGS with L1 and L2) over BIO tags of
+the WhitespaceTokenizer's tokens (BIO rather than BILOU: half the tags, a quarter of the
+transition work), with the usual lexical features of the token and its neighbours (lower case,
+prefixes and suffixes, shape, digits), as Rasa's CRFEntityExtractor, without a language model.
 
 The training config gives the train and test files and the folds (its pipeline is not used).
 Predictions are written in the parse-result form and scored by `nlu_engine.evaluation.evaluate`
@@ -92,15 +92,33 @@ def train_entities(messages: list[Message]) -> Any:
     crf = sklearn_crfsuite.CRF(algorithm="lbfgs", c1=0.1, c2=0.1, max_iterations=100)
     examples = [m for m in messages if m.tokens.get("text")]
     crf.fit([sentence_features(m) for m in examples],
-            [bilou.entity_tags(m.tokens["text"], m.entities, "entity", True) for m in examples])
+            [bio(bilou.entity_tags(m.tokens["text"], m.entities, "entity", True)) for m in examples])
     return crf
+
+
+def bio(tags: list[str]) -> list[str]:
+    """BILOU tags as BIO: U- -> B-, L- -> I-."""
+    return [{"U": "B", "L": "I"}.get(t[0], t[0]) + t[1:] if t != "O" else t for t in tags]
+
+
+def bilou_of(tags: list[str]) -> list[str]:
+    """BIO tags as BILOU: a B- or I- that no I- of its type follows ends its entity."""
+    out = []
+    for i, tag in enumerate(tags):
+        if tag == "O":
+            out.append(tag)
+            continue
+        continues = i + 1 < len(tags) and tags[i + 1] == "I" + tag[1:]
+        first = tag[0] == "B" or i == 0 or tags[i - 1][2:] != tag[2:]
+        out.append(("B" if continues else "U") + tag[1:] if first else ("I" if continues else "L") + tag[1:])
+    return out
 
 
 def predict_entities(crf: Any, message: Message) -> list[dict[str, Any]]:
     tokens = message.tokens.get("text", [])
     if not tokens:
         return []
-    tags = crf.predict_single(sentence_features(message))
+    tags = bilou_of(list(crf.predict_single(sentence_features(message))))
     return bilou.spans_to_entities(message.text, tokens, tags, None, extractor=EXTRACTOR, bilou=True)
 
 

@@ -12,7 +12,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.classifiers.diet.encoders import EncoderSlot
 
 PREDICT_BATCH = 64
 WEIGHTS_FILE = "weights.npz"
@@ -170,23 +173,28 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def _features(self, message: Message, kind: str, sparse: bool):
         return message.features_for(TEXT, kind, sparse, self.config.featurizers or None)  # type: ignore[arg-type]
 
-    def _encode(self, messages: list[Message], with_targets: bool):
+    def _encode(self, messages: list[Message], with_targets: bool, slots: list[EncoderSlot] | None = None):
+        """The messages as arrays; the dense columns of fine-tuned encoders (``slots``) left out,
+        since the network computes them."""
         from nlu_engine.classifiers.diet.batching import EncodedData, stack_blocks
+        from nlu_engine.classifiers.diet.encoders import dense_features, input_widths
 
         lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         origins = self.config.featurizers or None
         seq_blocks = [m.sparse_blocks(TEXT, "sequence", origins) for m in messages]
         sent_blocks = [m.sparse_blocks(TEXT, "sentence", origins) for m in messages]
+        without = {slot.encoder.origin() for slot in slots or []}
+        seq_dim, sent_dim = input_widths(self.dense_seq_dim_, self.dense_sent_dim_, slots or [])
         dense_seq, dense_sent = [], []
         for message, n in zip(messages, lengths, strict=True):
-            if self.dense_seq_dim_:
-                d = self._features(message, "sequence", False)
+            if seq_dim:
+                d = dense_features(message, "sequence", origins, without)
                 dense_seq.append(d if d is not None and d.shape[0] == n else
-                                 np.zeros((n, self.dense_seq_dim_), np.float32))
-            if self.dense_sent_dim_:
-                d = self._features(message, "sentence", False)
-                dense_sent.append(d if d is not None else np.zeros((1, self.dense_sent_dim_), np.float32))
+                                 np.zeros((n, seq_dim), np.float32))
+            if sent_dim:
+                d = dense_features(message, "sentence", origins, without)
+                dense_sent.append(d if d is not None else np.zeros((1, sent_dim), np.float32))
         tags: dict[str, np.ndarray] = {}
         label_ids = np.full(len(messages), -1, np.int32)
         if with_targets:
@@ -284,8 +292,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
         self._seed()
         label_features = self._label_features(examples)
-        encoded = self._encode(examples, with_targets=True)
         slots = encoder_slots(getattr(self, "_encoders", []), examples[0], self.config.featurizers or None)
+        encoded = self._encode(examples, with_targets=True, slots=slots)
         encoded.ragged = ragged_inputs(slots, examples)
         network, self.history_ = fit(self, params, encoded, label_features, encoders=slots)
         del encoded

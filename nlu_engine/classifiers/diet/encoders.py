@@ -2,10 +2,11 @@
 
 The pipeline hands DIET the encoders a featurizer offers (``component.TrainableEncoder``). The
 featurizer has written its frozen features on the training messages, so DIET learns their
-width from them as from any dense featurizer's. In the network (``model.DIETNetwork``), each
-encoder's Keras layer computes those columns of the dense token and sentence features from the
-encoder's own inputs, which travel in every batch under the slot's ``prefix``. DIET's code
-knows no particular encoder: only the protocol.
+width from them as from any dense featurizer's. The training batches leave those columns out
+(``dense_features``, ``input_widths``); in the network (``model.DIETNetwork``), each encoder's
+Keras layer computes them from the encoder's own inputs, which travel in every batch under the
+slot's ``prefix``, and puts them back in their place. DIET's code knows no particular encoder:
+only the protocol.
 """
 
 from __future__ import annotations
@@ -75,3 +76,24 @@ def ragged_inputs(slots: list[EncoderSlot], messages: list[Message]) -> dict[str
         for key in per_message[0] if per_message else ():
             inputs[slot.prefix + key] = [arrays[key] for arrays in per_message]
     return inputs
+
+
+def dense_features(
+    message: Message, kind: str, origins: list[str] | None, without: set[str]
+) -> np.ndarray | None:
+    """A message's dense ``kind`` features of the text stacked as ``Message.features_for`` stacks
+    them, leaving out the origins ``without`` (None when nothing is left)."""
+    found = [
+        f.matrix for f in message.features
+        if f.attribute == TEXT and f.kind == kind and not f.is_sparse
+        and (not origins or f.origin in origins) and f.origin not in without
+    ]
+    return np.concatenate(found, axis=-1).astype(np.float32) if found else None
+
+
+def input_widths(seq_dim: int, sent_dim: int, slots: list[EncoderSlot]) -> tuple[int, int]:
+    """The widths of the dense token and sentence features a training batch carries: all but the
+    columns the slots' layers compute in the graph."""
+    seq = sum(stop - start for start, stop in (s.seq_columns for s in slots))
+    sent = sum(stop - start for start, stop in (s.sent_columns for s in slots if s.sent_columns))
+    return seq_dim - seq, sent_dim - sent

@@ -207,15 +207,18 @@ class DIETNetwork(keras.Model):
 
     # ------------------------------------------------------------------------------------------
     def dense_features(self, batch: dict[str, tf.Tensor], training: bool):
-        """Dense token [B, T, Dd] and sentence [B, Dd'] features (None when absent): a
-        fine-tuned encoder's columns replaced by its layer's output for the batch."""
+        """Dense token [B, T, Dd] and sentence [B, Dd'] features (None when absent): the
+        columns of each fine-tuned encoder, which a batch leaves out, computed by its layer and
+        put in their place (slots in column order)."""
         seq, sent = batch.get("dense_seq"), batch.get("dense_sent")
-        for slot, layer in zip(self.encoder_slots, self.encoder_layers, strict=True):
+        shape = batch["shape"]
+        for slot, layer in sorted(zip(self.encoder_slots, self.encoder_layers, strict=True),
+                                  key=lambda pair: pair[0].seq_columns):
             inputs = {k[len(slot.prefix):]: v for k, v in batch.items() if k.startswith(slot.prefix)}
-            tokens, sentence = layer(inputs, batch["shape"][1], training=training)  # [B, T, H], [B, H]
-            seq = _splice(seq, tokens, slot.seq_columns)
+            tokens, sentence = layer(inputs, shape[1], training=training)  # [B, T, H], [B, H]
+            seq = _insert(seq, tokens, slot.seq_columns[0], [shape[0], shape[1], 0])
             if slot.sent_columns is not None:
-                sent = _splice(sent, sentence, slot.sent_columns)
+                sent = _insert(sent, sentence, slot.sent_columns[0], [shape[0], 0])
         return seq, sent
 
     def encode_text(self, batch: dict[str, tf.Tensor], training: bool):
@@ -468,10 +471,12 @@ def all_labels_as_negatives(
     return bool(setting)
 
 
-def _splice(features, part, columns: tuple[int, int]):
-    """``features`` [..., D] with its columns [start, stop) replaced by ``part`` [..., stop - start]."""
-    start, stop = columns
-    return tf.concat([features[..., :start], part, features[..., stop:]], axis=-1)
+def _insert(features, part, start: int, empty_shape):
+    """``part`` [..., W] put into ``features`` [..., D] (None: no columns, ``empty_shape``) at
+    column ``start`` -> [..., D + W]."""
+    if features is None:
+        features = tf.zeros(empty_shape, part.dtype)
+    return tf.concat([features[..., :start], part, features[..., start:]], axis=-1)
 
 
 def _per_attribute(value: Any) -> dict[str, Any]:

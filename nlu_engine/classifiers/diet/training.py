@@ -36,7 +36,7 @@ from nlu_engine.classifiers.diet.callbacks import (
     TensorBoardLogger,
     require_tensorboard,
 )
-from nlu_engine.classifiers.diet.encoders import EncoderSlot
+from nlu_engine.classifiers.diet.encoders import EncoderSlot, input_widths
 from nlu_engine.classifiers.diet.loop import Callback, train_epochs
 from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
 from nlu_engine.classifiers.diet.optimizer import linear_decay, warmup_linear_decay
@@ -58,10 +58,13 @@ def ragged_signature(ragged: dict[str, list[np.ndarray]]) -> dict[str, tf.Tensor
     }
 
 
-def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.TensorSpec]:
+def input_signature(
+    component: DIETClassifier, with_tags: bool, encoders: Sequence[EncoderSlot] = ()
+) -> dict[str, tf.TensorSpec]:
     """The dynamic-shape signature of a batch (see ``batching.make_batch``), without the
-    ragged inputs (``ragged_signature``)."""
+    ragged inputs (``ragged_signature``); the dense features without the ``encoders``' columns."""
     i32, f32 = tf.int32, tf.float32
+    seq_dim, sent_dim = input_widths(component.dense_seq_dim_, component.dense_sent_dim_, list(encoders))
     spec = {
         "lengths": tf.TensorSpec([None], i32),
         "seq_ids": tf.TensorSpec([None], i32),
@@ -73,10 +76,10 @@ def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.
         "shape": tf.TensorSpec([2], i32),
         "label_ids": tf.TensorSpec([None], i32),
     }
-    if component.dense_seq_dim_:
-        spec["dense_seq"] = tf.TensorSpec([None, None, component.dense_seq_dim_], f32)
-    if component.dense_sent_dim_:
-        spec["dense_sent"] = tf.TensorSpec([None, component.dense_sent_dim_], f32)
+    if seq_dim:
+        spec["dense_seq"] = tf.TensorSpec([None, None, seq_dim], f32)
+    if sent_dim:
+        spec["dense_sent"] = tf.TensorSpec([None, sent_dim], f32)
     if with_tags:
         for kind in component.tag_vocab_:
             spec[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
@@ -135,10 +138,11 @@ def build_network(
         "shape": np.array([1, 1], np.int32),
         "label_ids": np.zeros(1, np.int32),
     }
-    if spec.dense_seq_dim:
-        dummy["dense_seq"] = np.zeros((1, 1, spec.dense_seq_dim), np.float32)
-    if spec.dense_sent_dim:
-        dummy["dense_sent"] = np.zeros((1, spec.dense_sent_dim), np.float32)
+    seq_dim, sent_dim = input_widths(spec.dense_seq_dim, spec.dense_sent_dim, list(encoders))
+    if seq_dim:
+        dummy["dense_seq"] = np.zeros((1, 1, seq_dim), np.float32)
+    if sent_dim:
+        dummy["dense_sent"] = np.zeros((1, sent_dim), np.float32)
     for name, input_spec in (ragged or {}).items():
         dummy[name] = np.zeros([1, 1, *input_spec.shape[2:]], input_spec.dtype.as_numpy_dtype)
     network.predict_batch({k: tf.constant(v) for k, v in dummy.items()})
@@ -152,7 +156,7 @@ def build_network(
 def compiled_predict(
     network: DIETNetwork, component: DIETClassifier, ragged: dict[str, tf.TensorSpec] | None = None
 ):
-    signature = {**input_signature(component, with_tags=False), **(ragged or {})}
+    signature = {**input_signature(component, False, network.encoder_slots), **(ragged or {})}
     if component.config.run_eagerly:
         return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     function = tf.function(network.predict_batch, input_signature=[signature])
@@ -321,7 +325,7 @@ def fit(
     epochs = resolve_epochs(component.config.epochs, component.config.batch_size, len(encoded))
     trainer = DIETTrainer(
         network, encoded, learning_rate(component, len(encoded), epochs),
-        {**input_signature(component, with_tags=True), **ragged},
+        {**input_signature(component, True, encoders), **ragged},
         component.config.max_micro_batch_size, eager=component.config.run_eagerly,
         groups=encoder_rates(network, total_steps(component, len(encoded), epochs)),
     )

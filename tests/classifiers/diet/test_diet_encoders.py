@@ -31,10 +31,15 @@ TINY_DIET = {
 }
 
 
-def lm_pipeline(bert: Path, **lm: Any) -> Pipeline:
+def lm_pipeline(bert: Path, between: bool = False, **lm: Any) -> Pipeline:
+    """Tokenizer, a trainable LanguageModelFeaturizer (``between``: between two frozen ones),
+    count vectors and a tiny DIET."""
+    frozen = [{"name": "LanguageModelFeaturizer", "model_weights": str(bert), "alias": alias,
+               "token_pooling": pooling} for alias, pooling in (("before", "mean"), ("after", "first"))]
+    trainable = {"name": "LanguageModelFeaturizer", "model_weights": str(bert), "trainable": True, **lm}
     return Pipeline.build(load_config({"language": "en", "pipeline": [
         {"name": "WhitespaceTokenizer"},
-        {"name": "LanguageModelFeaturizer", "model_weights": str(bert), "trainable": True, **lm},
+        *([frozen[0], trainable, frozen[1]] if between else [trainable]),
         {"name": "CountVectorsFeaturizer"},
         TINY_DIET,
     ]}))
@@ -60,7 +65,8 @@ def test_dense_columns_follow_the_order_features_are_stacked_in() -> None:
 
 
 @pytest.mark.parametrize(
-    "lm", [{"trainable_layers": 1}, {"trainable_layers": None, "token_pooling": "first"}]
+    "lm", [{"trainable_layers": 1}, {"trainable_layers": None, "token_pooling": "first"},
+           {"trainable_layers": 2, "between": True}]
 )
 def test_at_step_zero_the_graph_computes_the_frozen_features(
     bert: Path, tiny_data_path: Path, lm: dict[str, Any]
@@ -68,6 +74,7 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     from nlu_engine.classifiers.diet.training import build_network, ragged_signature
 
     pipeline = lm_pipeline(bert, **lm)
+    between = lm.get("between", False)
     data = load_data(tiny_data_path)
     for component in pipeline.components[:-1]:
         component.train(data)
@@ -76,15 +83,22 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     examples = [m for m in data.messages if m.intent]
     diet._learn_vocabularies(data, examples)
     slots = encoder_slots(diet._encoders, examples[0], None)
-    assert [(s.seq_columns, s.sent_columns) for s in slots] == [((0, 8), (0, 8))]
-    encoded = diet._encode(examples, with_targets=True)
+    columns = (8, 16) if between else (0, 8)
+    assert [(s.seq_columns, s.sent_columns) for s in slots] == [(columns, columns)]
+    encoded = diet._encode(examples, with_targets=True, slots=slots)
+    if between:  # the frozen featurizers' columns travel in the batch, the trainable one's not
+        assert encoded.dense_seq is not None and encoded.dense_seq.shape[1] == 16
+    else:
+        assert encoded.dense_seq is None and encoded.dense_sent is None
     encoded.ragged = ragged_inputs(slots, examples)
     network = build_network(diet, diet.network_params(), diet._label_features(examples), slots,
                             ragged_signature(encoded.ragged))
     batch = make_batch(encoded, np.arange(len(examples)))
     sequence, sentence = network.dense_features({k: tf.constant(v) for k, v in batch.items()}, False)
-    np.testing.assert_allclose(np.asarray(sequence), batch["dense_seq"], atol=2e-5)
-    np.testing.assert_allclose(np.asarray(sentence), batch["dense_sent"], atol=2e-5)
+    frozen = diet._encode(examples, with_targets=True)  # what the featurizer wrote on the messages
+    expected = make_batch(frozen, np.arange(len(examples)))
+    np.testing.assert_allclose(np.asarray(sequence), expected["dense_seq"], atol=2e-5)
+    np.testing.assert_allclose(np.asarray(sentence), expected["dense_sent"], atol=2e-5)
     assert {id(v) for v in slots[0].layer.trainable_variables} <= {id(v) for v in network.trainable_variables}
 
 

@@ -10,7 +10,8 @@ EXTRAS = {
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
-    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10"],
+    # wheel: tests/test_setup.py builds the package without build isolation
+    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
     # benchmarks/baseline.py: the CRFsuite entity baseline
     "bench": ["sklearn-crfsuite>=0.5,<0.6"],
 }

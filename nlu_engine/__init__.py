@@ -17,11 +17,24 @@ def train(
     out: str = "models",
     fixed_model_name: str | None = None,
     overrides: list[str] | None = None,
+    finetune: str | bool | None = None,
+    epoch_fraction: float | None = None,
+    rehearsal_fraction: float | None = None,
 ) -> str:
-    """Train a pipeline on Rasa training data and write a model archive; returns its path."""
+    """Train a pipeline on Rasa training data and write a model archive; returns its path.
+
+    ``finetune``: continue a trained model instead (an archive, a folder's newest, or True for
+    the newest in ``out``); ``config`` may then be None (the model's own). ``epoch_fraction``:
+    the share of a full training's epochs; ``rehearsal_fraction``: the share of the examples the
+    model already knew mixed into each epoch (defaults: ``FinetuneOptions``).
+    """
+    from nlu_engine.component import FinetuneOptions
     from nlu_engine.model import train as _train
 
-    return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides))
+    given = {"epoch_fraction": epoch_fraction, "rehearsal_fraction": rehearsal_fraction}
+    options = FinetuneOptions(**{k: v for k, v in given.items() if v is not None})
+    return str(_train(config, data, out=out, fixed_model_name=fixed_model_name, overrides=overrides,
+                      finetune=finetune, finetune_options=options))
 
 
 def load(path: str, allow_components: list[str] | None = None) -> Model:

@@ -10,6 +10,15 @@ else happens there. A subclass changes a default by redeclaring the field in its
 ``persist(directory)`` writes JSON / ``.npz`` / weights into its own folder and ``load``
 restores it: no pickle, no code executed on load.
 
+Incremental training (``nlu-engine train --finetune``) adds an optional hook:
+``finetune(data, previous, options)`` learns this component's state from the new data starting
+from ``previous``, the same component as the model being fine-tuned stored it (loaded), or raises
+``CannotResume`` saying why not; the pipeline then calls ``train(data)`` instead. A featurizer
+that resumes keeps the meaning of every feature column it had and only appends new ones, so the
+components after it can keep what they learned about each column. The pipeline decides which
+components need training at all, from fingerprints of their config and of the data they learn
+from (:meth:`Component.data_fingerprint`); components never see the model's manifest.
+
 ``requires`` and ``provides`` name what flows between components: ``tokens``,
 ``sparse_features``, ``dense_features``, ``intent``, ``entities``, ``response``. The
 pipeline checks them when it is built.
@@ -45,6 +54,45 @@ SPACY_DOC = "spacy_doc"
 Bounds = tuple[float | None, float | None]
 
 
+class CannotResume(Exception):
+    """Raised by ``Component.finetune``: this component cannot continue from its stored state
+    (the message says why, in a few words); the pipeline trains it from scratch instead."""
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """How fine-tuning trains, for the components that resume (CLI ``--epoch-fraction``,
+    ``--rehearsal-fraction``).
+
+    ``epoch_fraction``: the share of the epochs a full training would run (Rasa's
+    ``--epoch-fraction``). ``rehearsal_fraction``: the share of the examples the model was
+    already trained on that is mixed into each epoch, drawn anew every epoch, next to every new
+    or changed example; it keeps the model from forgetting what the new examples do not show.
+    ``learning_rate_fraction``: the learning-rate schedule starts again, from this share of the
+    configured learning rate.
+
+    The defaults keep a fine-tune's training work to a small part of a full training's (0.3 of
+    the epochs, each over the new examples and 0.2 of the known ones), so that start-up,
+    featurizing the data and tracing the graphs, which a fine-tune pays in full, still leave it
+    well under a full training's time; the stored network has learned the rest.
+    """
+
+    epoch_fraction: float = 0.3
+    rehearsal_fraction: float = 0.2
+    learning_rate_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        for name in ("epoch_fraction", "rehearsal_fraction", "learning_rate_fraction"):
+            value = getattr(self, name)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            zero_ok = name == "rehearsal_fraction"
+            if not number or not (0 <= value <= 1) or (value == 0 and not zero_ok):
+                floor = "0" if zero_ok else "above 0"
+                raise ConfigError(
+                    f"{name.replace('_', '-')} must be a number from {floor} to 1, got {value!r}"
+                )
+
+
 def param(default: Any = dataclasses.MISSING, *, low: float | None = None,
           high: float | None = None) -> Any:
     """A config field: its default and inclusive bounds for every number in its value.
@@ -78,6 +126,10 @@ class ComponentConfig:
         """One line per setting that is accepted but has no effect, shown when training starts."""
         return []
 
+    #: parameters a fine-tuning config may set differently from the model's (how long and how
+    #: visibly training runs, not what it builds); every other difference is refused
+    finetune_free: ClassVar[frozenset[str]] = frozenset()
+
     def as_dict(self) -> dict[str, Any]:
         """Every parameter by name, in declaration order (what a model archive stores)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -106,7 +158,7 @@ def build_config(config_class: type[ComponentConfig], params: dict[str, Any]) ->
         if key not in known:
             allowed = ", ".join(sorted(known)) or "none"
             raise ConfigError(
-                f"unknown parameter '{key}'{closest(str(key), known)}; allowed: {allowed}"
+                f"unknown parameter {str(key)[:80]!r}{closest(str(key), known)}; allowed: {allowed}"
             )
     for key, f in known.items():
         if key not in params and f.default is f.default_factory is dataclasses.MISSING:
@@ -280,6 +332,9 @@ class Component:
     requires: ClassVar[tuple[str, ...]] = ()
     #: True for components whose ``process`` must also run over the training data
     processes_training_data: ClassVar[bool] = False
+    #: False for components whose ``train`` learns nothing from the examples (a tokenizer, a
+    #: frozen pre-trained featurizer): fine-tuning keeps them as they are
+    learns_from_data: ClassVar[bool] = True
 
     #: set by the pipeline: the component's place in the pipeline and the config's language
     index: int = 0
@@ -350,10 +405,25 @@ class Component:
         """Rebuild a trained component from ``config`` and what ``persist`` wrote."""
         return cls(**config)
 
+    def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
+        """Learn state from ``data`` starting from ``previous`` (this component as the model
+        being fine-tuned stored it, loaded; left unchanged), or raise CannotResume.
+
+        Called on a new instance built from the fine-tuning config, instead of ``train``.
+        """
+        raise CannotResume("no incremental training")
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """A hash of what this component learns from in ``data``: all of it, or nothing when
+        it learns nothing from data. Fine-tuning reuses a component as it is while this, its
+        config and the fingerprints of the components before it are unchanged."""
+        return data.fingerprint() if self.learns_from_data else ""
+
 
 class Tokenizer(Component):
     provides = (TOKENS,)
     processes_training_data = True
+    learns_from_data = False
 
 
 class Featurizer(Component):

@@ -11,7 +11,6 @@ and the key.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from importlib.resources import files
@@ -195,11 +194,6 @@ def _build_step(item: Any, index: int, where: str, notices: list[str]) -> Compon
     config = make_config(cls, params, place)
     notices.extend(f"{place}: {notice}" for notice in config.notices())
     return ComponentSpec(name=name, cls=cls, params=config.as_dict())
-
-
-def parameters(cls: type[Component]) -> dict[str, dataclasses.Field[Any]]:
-    """The hyperparameters of a component: the fields of its ``Config``."""
-    return config_fields(cls.Config)
 
 
 def validate_params(cls: type[Component], params: dict[str, Any], where: str) -> dict[str, Any]:

@@ -34,7 +34,9 @@ from nlu_engine.pipeline import Pipeline
 from nlu_engine.registry import check_loadable, component_class_for_loading
 
 MANIFEST = "manifest.json"
-MAX_MEMBERS = 10_000
+MAX_MEMBERS = 10_000  # members and the folders they imply
+MAX_NAME = 1024  # characters in a member name
+MAX_DEPTH = 32  # parts in a member name
 MAX_UNPACKED_BYTES = 2 * 1024**3  # the default extraction limit, or RATIO_LIMIT x the archive
 RATIO_LIMIT = 200
 MAX_BYTES_ENV = "NLU_ENGINE_MAX_UNPACKED_BYTES"  # overrides the default limit, in bytes
@@ -42,6 +44,7 @@ MAX_MANIFEST_BYTES = 64 * 1024**2
 CHUNK = 1024**2  # bytes per read while extracting
 MAX_READ = 16 * 1024**2  # the largest single read tarfile may make (a header is far smaller)
 MAX_TAIL = 1024**2  # padding allowed after the tar end marker
+GZIP_TRAILER = 8  # bytes of CRC and length that end a gzip stream
 
 
 def _read_umask() -> int:
@@ -107,13 +110,14 @@ def extraction_limit(path: Path, max_bytes: int | None = None) -> int:
     """The most bytes an archive may unpack to.
 
     ``max_bytes`` if given, else ``$NLU_ENGINE_MAX_UNPACKED_BYTES``, else the smaller of 2 GiB and
-    200 times the archive's size: model files (JSON, ``.npz`` weights) compress a few times at
-    most, while a decompression bomb compresses by a factor of a thousand.
+    200 times the archive's size, zero padding after its gzip stream not counted: model files
+    (JSON, ``.npz`` weights) compress a few times at most, while a decompression bomb compresses
+    by a factor of a thousand.
     """
     if max_bytes is None:
         text = os.environ.get(MAX_BYTES_ENV, "").strip()
         if not text:
-            return min(MAX_UNPACKED_BYTES, RATIO_LIMIT * path.stat().st_size)
+            return min(MAX_UNPACKED_BYTES, RATIO_LIMIT * _compressed_size(path))
         try:
             max_bytes = int(text)
         except ValueError:
@@ -126,6 +130,25 @@ def extraction_limit(path: Path, max_bytes: int | None = None) -> int:
     if max_bytes < 1:
         raise ArchiveError(f"the extraction limit must be a positive number of bytes, not {max_bytes}")
     return max_bytes
+
+
+def _compressed_size(path: Path) -> int:
+    """The archive's size without zero padding after its gzip stream (gzip skips such padding).
+
+    Up to :data:`GZIP_TRAILER` zero bytes may be the stream's own trailer (its CRC and length).
+    """
+    size = path.stat().st_size
+    zeros = 0
+    with open(path, "rb") as file:
+        while zeros < size:
+            step = min(CHUNK, size - zeros)
+            file.seek(size - zeros - step)
+            block = file.read(step)
+            stripped = len(block.rstrip(b"\0"))
+            zeros += step - stripped
+            if stripped:
+                break
+    return size - max(0, zeros - GZIP_TRAILER)
 
 
 def extract_archive(
@@ -160,6 +183,10 @@ def extract_archive(
     except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
         raise ArchiveError(
             f"model archive '{path}' is not a readable .tar.gz ({error}); retrain or pick another"
+        ) from None
+    except (RecursionError, MemoryError):  # chained headers make tarfile recurse
+        raise ArchiveError(
+            f"model archive '{path}' has headers nested too deeply to read; refusing to load"
         ) from None
     return manifest
 
@@ -207,16 +234,22 @@ def _scan_members(
     while (member := tar.next()) is not None:
         if len(members) >= MAX_MEMBERS:
             raise ArchiveError(f"model archive '{path}' has over {MAX_MEMBERS} members; refusing to load")
+        _check_name(path, member.name)
+        if member.size < 0:  # a pax header may declare any size
+            raise ArchiveError(
+                f"model archive '{path}': member {_member(member.name)} has a negative size; "
+                "refusing to load"
+            )
         name = PurePosixPath(member.name)
         if not (member.isdir() or member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' is a link or special file, not a "
+                f"model archive '{path}': member {_member(member.name)} is a link or special file, not a "
                 "plain file or folder; refusing to load"
             )
         target = (destination / member.name).resolve()
         if name.is_absolute() or ".." in name.parts or not target.is_relative_to(destination):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' would be written outside the "
+                f"model archive '{path}': member {_member(member.name)} would be written outside the "
                 "model folder; refusing to load"
             )
         key = PurePosixPath(target.relative_to(destination).as_posix())
@@ -227,12 +260,16 @@ def _scan_members(
             or key == PurePosixPath(".")
         ):
             raise ArchiveError(
-                f"model archive '{path}': member '{member.name}' clashes with another (the same "
+                f"model archive '{path}': member {_member(member.name)} clashes with another (the same "
                 "name twice, or a file and a folder of one name); refusing to load"
             )
         explicit.add(key)
         folders.update(key.parents)
         (files if member.isfile() else folders).add(key)
+        if len(folders) + len(files) > MAX_MEMBERS + 1:  # the parents include "."
+            raise ArchiveError(
+                f"model archive '{path}' has over {MAX_MEMBERS} files and folders; refusing to load"
+            )
         declared += member.size if member.isfile() else 0
         if declared > limit:
             raise ArchiveError(
@@ -241,6 +278,15 @@ def _scan_members(
             )
         members.append(member)
     return members
+
+
+def _check_name(path: Path, name: str) -> None:
+    """Refuse a member name too long or too deep, before any path is built from it."""
+    if len(name) > MAX_NAME or len(PurePosixPath(name).parts) > MAX_DEPTH:
+        raise ArchiveError(
+            f"model archive '{path}': member {_member(name)} has a name over {MAX_NAME} characters "
+            f"or {MAX_DEPTH} folders deep; refusing to load"
+        )
 
 
 def _read_to_end(path: Path, tar: tarfile.TarFile) -> None:
@@ -389,6 +435,13 @@ def _size(count: int) -> str:
     return f"{count / 1e6:.1f} MB" if count >= 10**6 else f"{count} bytes"
 
 
+def _member(name: str) -> str:
+    """A member name, quoted, for a one-line message: at most 80 characters of it, printable."""
+    if name.isprintable() and len(name) <= 80:
+        return f"'{name}'"
+    return repr(name[:80]) + ("..." if len(name) > 80 else "")
+
+
 def _shown(value: Any) -> str:
     """A manifest value for a one-line message: short and printable."""
     text = str(value)
@@ -418,7 +471,7 @@ def load_pipeline(
         try:
             cls = component_class_for_loading(name, allow_components)
             params = validate_params(
-                cls, {k: v for k, v in raw.items() if k != "name"}, f"{where}: {name}"
+                cls, {k: v for k, v in raw.items() if k != "name"}, name
             )
         except ConfigError as error:
             raise ArchiveError(f"model archive '{where}': {error}") from None

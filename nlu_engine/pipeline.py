@@ -19,6 +19,13 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def fresh_copies(data: TrainingData) -> TrainingData:
+    """The data with every example copied without tokens or features: tokenizers and featurizers
+    annotate what they train on, and the caller's data (reused for another fold, pipeline or
+    fine-tuning) must not collect duplicate features."""
+    return data.with_messages([_fresh_copy(m) for m in data.messages])
+
+
 def _fresh_copy(message: Message) -> Message:
     """The example without tokens or features (gold annotations copied, not shared)."""
     return dataclasses.replace(
@@ -34,9 +41,14 @@ def _fresh_copy(message: Message) -> Message:
 class Pipeline:
     """The trained (or untrained) components of one config, in order."""
 
-    def __init__(self, config: PipelineConfig, components: list[Component]) -> None:
+    def __init__(
+        self, config: PipelineConfig, components: list[Component], tunes_encoders: bool = False
+    ) -> None:
         self.config = config
         self.components = components
+        #: a component fine-tunes another's encoder (``connect_trainable_encoders``): the two
+        #: train together, so neither can be reused or resumed without the other
+        self.tunes_encoders = tunes_encoders
 
     @classmethod
     def build(cls, config: PipelineConfig) -> Pipeline:
@@ -46,16 +58,14 @@ class Pipeline:
             component.index = index
             component.language = config.language
             components.append(component)
-        connect_trainable_encoders(components, config.source)
-        return cls(config, components)
+        tuned = connect_trainable_encoders(components, config.source)
+        return cls(config, components, tunes_encoders=tuned > 0)
 
     def train(self, data: TrainingData, log: Callable[[str], None] | None = _stderr) -> None:
         """Train each component in order; tokenizers and featurizers then annotate the data."""
         if not data.messages:
             raise DataError("the training data holds no examples; add intents with examples")
-        # Tokenizers and featurizers annotate the examples they train on: work on copies, so the
-        # caller's data (reused for another fold or another pipeline) gets no duplicate features.
-        data = data.with_messages([_fresh_copy(m) for m in data.messages])
+        data = fresh_copies(data)
         total = len(self.components)
         for i, component in enumerate(self.components):
             name = component.component_name()
@@ -76,13 +86,14 @@ class Pipeline:
         return [m.as_parse_result() for m in messages]
 
 
-def connect_trainable_encoders(components: list[Component], where: str) -> None:
+def connect_trainable_encoders(components: list[Component], where: str) -> int:
     """Hand each encoder a featurizer offers for fine-tuning to the later component that reads
-    its features, which must be exactly one that can fine-tune it.
+    its features, which must be exactly one that can fine-tune it; returns how many.
 
     A second reader would learn from the features before fine-tuning and meet the tuned ones
     when parsing, so it is refused, as is an encoder nothing fine-tunes.
     """
+    connected = 0
     for i, component in enumerate(components):
         name = f"{component.component_name()} (step {i + 1})"
         try:
@@ -113,3 +124,5 @@ def connect_trainable_encoders(components: list[Component], where: str) -> None:
                 "which reads its features, cannot fine-tune it; use DIETClassifier there or set "
                 "trainable: false"
             )
+        connected += 1
+    return connected

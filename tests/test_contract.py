@@ -39,8 +39,15 @@ import numpy as np
 import pytest
 
 import nlu_engine.persistence
-from nlu_engine.component import DENSE_FEATURES, FEATURES, SPARSE_FEATURES, Component, ComponentConfig
-from nlu_engine.config import load_config, parameters, validate_params
+from nlu_engine.component import (
+    DENSE_FEATURES,
+    FEATURES,
+    SPARSE_FEATURES,
+    Component,
+    ComponentConfig,
+    config_fields,
+)
+from nlu_engine.config import load_config, validate_params
 from nlu_engine.message import Message
 from nlu_engine.model import Model, train
 from nlu_engine.pipeline import Pipeline
@@ -121,7 +128,7 @@ NEEDS: dict[str, list[str]] = {
 # --- building the pipeline ----------------------------------------------------------------------
 def tiny_params(name: str) -> dict[str, Any]:
     cls = component_class(name)
-    accepted = parameters(cls)
+    accepted = config_fields(cls.Config)
     params = {k: v for k, v in FAST_PARAMS.items() if k in accepted}
     params.update(TINY_PARAMS.get(name, {}))
     return params
@@ -257,7 +264,7 @@ def check_init_only_stores(name: str, cls: type[Component], given: dict[str, Any
     assert events == [], f"{name}.__init__ touched the filesystem or imported: {events[:5]}"
     assert configured.get_config() == full, f"{name}.get_config() does not return its parameters"
     assert default.get_config() == cls.Config().as_dict() == validate_params(cls, {}, name)
-    assert set(full) == set(parameters(cls))
+    assert set(full) == set(config_fields(cls.Config))
     assert set(vars(configured)) == {"config"}, (
         f"{name}.__init__ sets more than its config: {sorted(set(vars(configured)) - {'config'})}"
     )
@@ -407,3 +414,54 @@ def test_component_contract(
         if "tokens" in provides:
             assert result["text_tokens"], f"{name}: no tokens for {result['text']!r}"
 
+
+
+# --- the contract under fine-tuning -------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(COMPONENTS))
+def test_component_finetune_contract(
+    name: str, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Trained without one intent (and its entity type), then fine-tuned on all the data: the
+    component is reused (it learns nothing from data), resumed, or trained from scratch with a
+    reason; it sets the learned attributes ``train`` sets; and its archive loads to the same
+    output."""
+    from nlu_engine.finetune import RESUMED, RETRAINED, REUSED
+
+    _skip_if_unavailable([name])
+    with _optional_dependencies(name):
+        cls = component_class(name)
+        steps = pipeline_steps(name)
+        _skip_if_unavailable([s["name"] for s in steps])
+        index = len(steps) - 1
+        config = load_config({"language": "en", "pipeline": steps})
+        data = load_data(tiny_data_path)
+        fewer = data.with_messages([m for m in data.messages if m.intent != "check_order"])
+        base = train(config, fewer, out=tmp_path, fixed_model_name="base", log=None)
+        first = Model.load(base).pipeline.components[index]
+
+        captured: dict[str, Any] = {}
+        save_archive = nlu_engine.persistence.save_archive
+
+        def spy(pipeline: Pipeline, path: Path, extra: dict[str, Any]) -> Path:
+            captured.update(pipeline=pipeline, before=snapshot(pipeline, tiny_texts), extra=extra)
+            return save_archive(pipeline, path, extra)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(nlu_engine.persistence, "save_archive", spy)
+            archive = train(config, data, out=tmp_path, finetune=base, log=None)
+
+    outcome = captured["extra"]["finetune"]["components"][index]
+    changed = captured["extra"]["fingerprints"][index] != Model.load(base).manifest["fingerprints"][index]
+    if changed and cls.learns_from_data:
+        assert outcome["decision"] in (RESUMED, RETRAINED), outcome
+        assert outcome["decision"] == RESUMED or outcome["reason"], outcome
+    else:  # it learns nothing, or nothing it learns from changed (e.g. the regex sections)
+        assert outcome["decision"] == REUSED, outcome
+    tuned = captured["pipeline"].components[index]
+    assert type(tuned) is cls
+    assert learned_attributes(tuned) == learned_attributes(first), (
+        f"{name}.finetune sets other learned attributes than train"
+    )
+    after = snapshot(Model.load(archive).pipeline, tiny_texts)
+    assert after == captured["before"], f"{name}: the fine-tuned archive loads to other output"

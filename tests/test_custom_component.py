@@ -198,3 +198,19 @@ def test_the_cli_loads_it_when_allowed_by_name_or_by_config(
     by_config = cli("parse", "-m", feedback_archive, "--config", str(config_file), "I love it")
     assert by_config.returncode == 0, by_config.stderr
     assert json.loads(by_config.stdout) == expected
+
+
+def test_finetuning_a_model_with_a_custom_component(tmp_path: Path, feedback_data: Path) -> None:
+    """The model's own config is used when none is given: its custom component must then be
+    allowed, as for loading; the config that names it allows it too."""
+    from nlu_engine.model import train
+
+    base = train(config(), feedback_data, out=tmp_path, fixed_model_name="base", log=None)
+    with pytest.raises(ArchiveError, match=f"--allow-component {SENTIMENT}"):
+        train(None, feedback_data, out=tmp_path, finetune=base, log=None)
+    tuned = train(None, feedback_data, out=tmp_path, finetune=base, log=None,
+                  allow_components=[SENTIMENT])
+    again = train(config(), feedback_data, out=tmp_path, finetune=tuned, log=None)
+    manifest = nlu_engine.load(str(again), allow_components=[SENTIMENT]).manifest
+    outcome = manifest["finetune"]["components"][3]
+    assert (outcome["name"], outcome["decision"]) == (SENTIMENT, "reused")  # no data change

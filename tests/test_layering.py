@@ -19,7 +19,8 @@ PACKAGE = ROOT / "nlu_engine"
 
 #: from the bottom up; a module belongs to the stage of the longest entry that prefixes its name
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("nlu_engine.errors", "nlu_engine.nn", "nlu_engine.threads")),
+    ("foundation", ("nlu_engine.errors", "nlu_engine.nn", "nlu_engine.npz", "nlu_engine.paths",
+                    "nlu_engine.threads")),
     ("message/training_data", ("nlu_engine.message", "nlu_engine.training_data")),
     ("component contract", ("nlu_engine.component",)),
     ("model loaders", ("nlu_engine.loaders",)),
@@ -28,7 +29,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("classifiers/extractors", ("nlu_engine.classifiers", "nlu_engine.extractors")),
     # the registry names every component and the config validates against them
     ("pipeline/persistence", ("nlu_engine.registry", "nlu_engine.config", "nlu_engine.pipeline",
-                              "nlu_engine.persistence")),
+                              "nlu_engine.persistence", "nlu_engine.finetune")),
     ("model", ("nlu_engine.model",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),

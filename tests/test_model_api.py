@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +158,148 @@ def test_keyword_classifier_keeps_an_earlier_prediction(tmp_path: Path, tiny_dat
     matched = model.parse("oh hi")
     assert matched["intent"] == {"name": "greet", "confidence": 1.0}
     assert len(matched["intent_ranking"]) == 3  # the earlier ranking is kept
+
+
+# --- fine-tuning: train(..., finetune=...) ---------------------------------------------------------
+def _folder_state(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` and its bytes (hidden partial files too)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def without_greet(tmp_path_factory: pytest.TempPathFactory, tiny_data_path: Path) -> Path:
+    """The tiny data set without the intent greet, as a file."""
+    data = load_data(tiny_data_path)
+    path = tmp_path_factory.mktemp("no-greet") / "nlu.yml"
+    write_data(data.with_messages([m for m in data.messages if m.intent != "greet"]), path, "yaml")
+    return path
+
+
+def test_finetune_adds_an_intent_and_keeps_the_old_archive(
+    tmp_path: Path, tiny_data_path: Path, without_greet: Path
+) -> None:
+    base = Path(nlu_engine.train(LOGREG, str(without_greet), out=str(tmp_path), fixed_model_name="base"))
+    before = base.read_bytes()
+    lines: list[str] = []
+    from nlu_engine.model import train
+
+    path = train(None, tiny_data_path, out=tmp_path, finetune=True, log=lines.append)
+    assert base.read_bytes() == before and path != base
+    assert "notice: new intents: greet" in lines
+    assert "[2/4] CountVectorsFeaturizer resumed" in "\n".join(lines)
+    assert lines[-2] == ("fine-tuning: reused: WhitespaceTokenizer; resumed: CountVectorsFeaturizer, "
+                         "CountVectorsFeaturizer; trained from scratch: LogisticRegressionClassifier")
+    model = nlu_engine.load(str(path))
+    assert model.parse("hello there")["intent"]["name"] == "greet"
+    assert model.manifest["finetuned_from"] == "base.tar.gz"
+    assert model.manifest["labels"]["intents"] == sorted(INTENTS)
+    decisions = [c["decision"] for c in model.manifest["finetune"]["components"]]
+    assert decisions == ["reused", "resumed", "resumed", "trained from scratch"]
+
+
+def test_finetune_again_and_again(tmp_path: Path, tiny_data_path: Path, without_greet: Path) -> None:
+    """Each round starts from the archive the last one wrote (Rasa broke on the second, #8973)."""
+    nlu_engine.train(LOGREG, str(without_greet), out=str(tmp_path), fixed_model_name="round0")
+    data = load_data(tiny_data_path)
+    texts = [m.text for m in data.messages]
+    for round_ in range(1, 5):
+        extra = [*data.messages, *[dataclasses.replace(m, text=f"{m.text} {'again ' * round_}")
+                                   for m in data.messages[:round_]]]
+        path = tmp_path / f"data{round_}.yml"
+        write_data(data.with_messages(extra), path, "yaml")
+        archive = nlu_engine.train(None, str(path), out=str(tmp_path), finetune=True,
+                                   fixed_model_name=f"round{round_}")
+        model = nlu_engine.load(archive)
+        assert model.manifest["finetuned_from"] == f"round{round_ - 1}.tar.gz"
+        assert len(model.parse_batch(texts)) == len(texts)
+    assert sorted(p.name for p in tmp_path.glob("*.tar.gz")) == [f"round{i}.tar.gz" for i in range(5)]
+
+
+def test_finetune_without_a_data_change_retrains_nothing(tmp_path: Path, tiny_data_path: Path) -> None:
+    first = nlu_engine.train(LOGREG, str(tiny_data_path), out=str(tmp_path), fixed_model_name="first")
+    second = nlu_engine.train(None, str(tiny_data_path), out=str(tmp_path), finetune=first)
+    manifest = nlu_engine.load(second).manifest
+    assert {c["decision"] for c in manifest["finetune"]["components"]} == {"reused"}
+    assert manifest["fingerprints"] == nlu_engine.load(first).manifest["fingerprints"]
+    assert nlu_engine.load(second).parse_batch(["hi", "track order 1"]) == \
+        nlu_engine.load(first).parse_batch(["hi", "track order 1"])
+
+
+def test_finetune_removing_an_intent_says_so(
+    tmp_path: Path, tiny_data_path: Path, without_greet: Path
+) -> None:
+    from nlu_engine.model import train
+
+    train(LOGREG, tiny_data_path, out=tmp_path, fixed_model_name="all", log=None)
+    lines: list[str] = []
+    path = train(None, without_greet, out=tmp_path, finetune=True, log=lines.append)
+    assert "notice: intents no longer in the data, no longer predicted: greet" in lines
+    results = nlu_engine.load(str(path)).parse_batch(["hi", "hello there", "hey bot"])
+    assert all(r["name"] != "greet" for result in results for r in result["intent_ranking"])
+
+
+def test_finetune_edges_write_nothing(tmp_path: Path, tiny_data_path: Path) -> None:
+    """No archive, a corrupt one, an incompatible config, a name that would replace the model:
+    a one-line NLUError and not a byte written."""
+    from nlu_engine.model import train
+
+    out = tmp_path / "models"
+    with pytest.raises(ArchiveError, match=r"no model to fine-tune: '.*models' does not exist"):
+        train(LOGREG, tiny_data_path, out=out, finetune=True, log=None)
+    assert not out.exists()
+    out.mkdir()
+    with pytest.raises(ArchiveError, match=re.escape("no archive (*.tar.gz) in")):
+        train(LOGREG, tiny_data_path, out=out, finetune=True, log=None)
+    base = train(LOGREG, tiny_data_path, out=out, fixed_model_name="base", log=None)
+    (out / "cut.tar.gz").write_bytes(base.read_bytes()[:2000])
+    state = _folder_state(out)
+    bad = [
+        ({"finetune": out / "cut.tar.gz"}, ArchiveError, "is not a readable .tar.gz"),
+        ({"finetune": out / "nope.tar.gz"}, ArchiveError, "does not exist"),
+        ({"finetune": base, "overrides": ["LogisticRegressionClassifier.max_iter=7"]}, ConfigError,
+         "LogisticRegressionClassifier (step 4) has 'max_iter' = 100 in the model and 7"),
+        ({"finetune": base, "fixed_model_name": "base"}, ConfigError, "would replace the model"),
+    ]
+    for kwargs, error, fragment in bad:
+        with pytest.raises(error) as caught:
+            train(LOGREG, tiny_data_path, out=out, log=None, **kwargs)
+        assert fragment in str(caught.value) and "\n" not in str(caught.value)
+        assert _folder_state(out) == state
+
+
+def test_an_interrupted_finetune_leaves_the_old_archive_untouched(
+    tmp_path: Path, tiny_data_path: Path, without_greet: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nlu_engine.classifiers.logistic_regression import LogisticRegressionClassifier
+    from nlu_engine.model import train
+
+    train(LOGREG, without_greet, out=tmp_path, fixed_model_name="base", log=None)
+    state = _folder_state(tmp_path)
+
+    def interrupted(self: Any, data: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LogisticRegressionClassifier, "train", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(None, tiny_data_path, out=tmp_path, finetune=True, log=None)
+    assert _folder_state(tmp_path) == state
+
+
+def test_finetune_an_archive_from_before_fine_tuning(tmp_path: Path) -> None:
+    """The 0.1.0 archive (every built-in component without optional models) has no fingerprints
+    and its DIET no recorded input layout: the featurizers resume, DIET is trained afresh."""
+    from nlu_engine.model import train
+
+    old = PROJECT_ROOT / "tests" / "fixtures" / "archive_0.1.0"
+    lines: list[str] = []
+    path = train(None, old / "nlu.yml", out=tmp_path, finetune=old / "model.tar.gz", log=lines.append,
+                 overrides=["DIETClassifier.run_eagerly=true", "ResponseSelector.run_eagerly=true",
+                            "DIETClassifier.epochs=1", "ResponseSelector.epochs=1"])
+    outcomes = {c["name"]: c for c in nlu_engine.load(str(path)).manifest["finetune"]["components"]}
+    assert outcomes["CountVectorsFeaturizer"]["decision"] == "resumed"
+    assert outcomes["RegexFeaturizer"]["decision"] == "resumed"
+    assert outcomes["DIETClassifier"]["decision"] == "trained from scratch"
+    assert "does not record its input layout" in outcomes["DIETClassifier"]["reason"]
+    assert outcomes["WhitespaceTokenizer"]["decision"] == "reused"
+    notice = next(line for line in lines if line.startswith("notice: trained from scratch"))
+    assert "DIETClassifier (the model does not record its input layout" in notice

@@ -22,6 +22,7 @@ class FallbackClassifier(Component):
 
     requires = (INTENT,)
     provides = (INTENT,)
+    learns_from_data = False
 
     @dataclass(frozen=True, kw_only=True)
     class Config(Component.Config):

@@ -13,6 +13,7 @@ import scipy.sparse
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import FEATURES, IntentClassifier, param
 from nlu_engine.message import TEXT, Message
+from nlu_engine.npz import load_npz
 from nlu_engine.training_data.training_data import TrainingData
 
 
@@ -106,9 +107,9 @@ class LogisticRegressionClassifier(IntentClassifier):
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
         component = cls(**config)
-        with np.load(directory / "weights.npz", allow_pickle=False) as weights:
-            component.coef_ = weights["coef"]
-            component.intercept_ = weights["intercept"]
+        weights = load_npz(directory / "weights.npz")
+        component.coef_ = weights["coef"]
+        component.intercept_ = weights["intercept"]
         component.classes_ = json.loads((directory / "classes.json").read_text())
         component.width_ = component.coef_.shape[1]
         return component

@@ -36,7 +36,7 @@ import numpy as np
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, RESPONSE, TrainableEncoder, param
+from nlu_engine.component import FEATURES, RESPONSE, Component, FinetuneOptions, TrainableEncoder, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT_RESPONSE_KEY, TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
@@ -155,6 +155,7 @@ class ResponseSelector(DIETClassifier):
         for row, label_words in enumerate(words):
             for word in label_words:
                 bags[row, vocabulary[word]] += 1.0
+        self.label_blocks_ = None  # rebuilt from the texts on every training: cannot resume
         # one-hot columns keep texts with the same bag of words apart
         return np.concatenate([bags, np.eye(len(self.intents_), dtype=np.float32)], axis=1)
 
@@ -185,6 +186,20 @@ class ResponseSelector(DIETClassifier):
 
     # --- training ---------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
+        if self._prepare_labels(data):
+            super().train(data)
+
+    def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
+        """DIET's fine-tuning over the response keys; nothing to do without retrieval intents."""
+        if self._prepare_labels(data):
+            super().finetune(data, previous, options)
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The examples and the responses section."""
+        return TrainingData(messages=data.messages, responses=data.responses).fingerprint()
+
+    def _prepare_labels(self, data: TrainingData) -> bool:
+        """Retrieval intents and responses from ``data``; whether it has examples to train on."""
         self.all_retrieval_intents_ = sorted(
             {
                 str(m.intent_response_key).split("/", 1)[0]
@@ -207,7 +222,7 @@ class ResponseSelector(DIETClassifier):
                     f"'{self.config.retrieval_intent}' (retrieval intents in the data: "
                     f"{', '.join(self.all_retrieval_intents_) or 'none'}); nothing is trained",
                 )
-            return
+            return False
         missing = [k for k in keys if utter_action(k) not in self.responses_]
         if missing:
             shown = ", ".join(utter_action(k) for k in missing[:5])
@@ -218,7 +233,7 @@ class ResponseSelector(DIETClassifier):
             )
         self._check_features(examples[0])
         self._warn_about_transformer()
-        super().train(data)
+        return True
 
     def _check_features(self, example: Message) -> None:
         has = {

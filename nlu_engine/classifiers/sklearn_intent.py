@@ -42,6 +42,7 @@ from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.component import FEATURES, IntentClassifier, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import Message
+from nlu_engine.npz import load_npz
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -185,8 +186,7 @@ class SklearnIntentClassifier(IntentClassifier):
         component.search_ = dict(state.get("search", {}))
         component.model_ = None
         if state.get("trained"):
-            with np.load(Path(directory) / MODEL_FILE, allow_pickle=False) as arrays:
-                component.model_ = SVMModel.from_arrays(dict(arrays), state)
+            component.model_ = SVMModel.from_arrays(load_npz(Path(directory) / MODEL_FILE), state)
         return component
 
 

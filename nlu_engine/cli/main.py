@@ -48,6 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--fixed-model-name", default=None, help="archive name instead of nlu-<timestamp>")
     train.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
                        help="override a parameter, e.g. DIETClassifier.epochs=5")
+    train.add_argument("--finetune", nargs="?", const=True, default=None, metavar="MODEL",
+                       help="continue a trained model (an archive or folder; default: the newest "
+                            "in --out) on the data, which may add intents, entity types and "
+                            "words; --config defaults to the model's")
+    train.add_argument("--epoch-fraction", type=float, default=None, metavar="F",
+                       help="with --finetune: the share of a full training's epochs (default 0.3)")
+    train.add_argument("--rehearsal-fraction", type=float, default=None, metavar="F",
+                       help="with --finetune: the share of the examples the model already knew "
+                            "mixed into each epoch (default 0.2)")
+    allow.add_arguments(train, config=False)  # with --finetune: the model's custom components
     train.set_defaults(func=cmd_train)
 
     parse = commands.add_parser("parse", help="parse a message, or one message per line of stdin")
@@ -92,10 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 # --- commands ----------------------------------------------------------------------------------
 def cmd_train(args: argparse.Namespace) -> int:
+    from nlu_engine.component import FinetuneOptions
     from nlu_engine.model import train
 
+    fractions = {"epoch_fraction": args.epoch_fraction, "rehearsal_fraction": args.rehearsal_fraction}
+    given = {key: value for key, value in fractions.items() if value is not None}
+    if (given or args.allow_component) and args.finetune is None:
+        flags = ["--" + key.replace("_", "-") for key in given]
+        flags += ["--allow-component"] if args.allow_component else []
+        raise NLUError(f"{', '.join(flags)} only apply with --finetune")
     train(args.config, args.data, out=args.out, fixed_model_name=args.fixed_model_name,
-          overrides=args.set)
+          overrides=args.set, finetune=args.finetune, finetune_options=FinetuneOptions(**given),
+          allow_components=args.allow_component)
     return 0
 
 

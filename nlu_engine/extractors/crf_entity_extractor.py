@@ -236,19 +236,9 @@ class CRFEntityExtractor(EntityExtractor):
             self._taggers[name] = tagger
 
     def _report_misaligned(self, examples: list[Message]) -> None:
-        if not self.config.BILOU_flag:
-            return
-        bad = [
-            f"'{message.text[e['start']:e['end']]}' ({e['entity']}) in '{message.text}'"
-            for message in examples
-            for e in bilou.misaligned_entities(message.tokens[TEXT], message.entities)
-        ]
-        if bad:
-            shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-            logger.warning(
-                f"{EXTRACTOR_NAME}: {len(bad)} entity annotation(s) do not fall on token "
-                f"boundaries and are ignored: {shown}",
-            )
+        notice = bilou.misaligned_notice(EXTRACTOR_NAME, examples) if self.config.BILOU_flag else None
+        if notice:
+            logger.warning(notice)
 
     # --- inference --------------------------------------------------------------------------
     def _marginals(self, name: str, features: list[dict[str, Any]]) -> list[dict[str, float]]:

@@ -28,6 +28,7 @@ from typing import Any
 from nlu_engine.component import SPACY_DOC, Component, param
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Message
+from nlu_engine.paths import shallowest_folder
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -63,21 +64,21 @@ def lowercase_keeping_offsets(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
+def _is_pipeline(folder: Path) -> bool:
+    return (folder / "config.cfg").is_file() and (folder / "meta.json").is_file()
+
+
 def _pipeline_folder(root: Path) -> Path | None:
-    """``root`` or the shallowest folder below it that is a spaCy pipeline (config + meta)."""
-    if (root / "config.cfg").is_file() and (root / "meta.json").is_file():
-        return root
-    found = sorted(
-        (p.parent for p in root.rglob("meta.json") if (p.parent / "config.cfg").is_file()),
-        key=lambda p: (len(p.parts), str(p)),
-    )
-    return found[0] if found else None
+    """``root`` or the shallowest folder just below it that is a spaCy pipeline (config + meta)."""
+    return shallowest_folder(root, _is_pipeline)
 
 
 def resolve_model(model: str) -> str | Path:
-    """What to pass to ``spacy.load``: a spaCy package name or a pipeline folder."""
-    import spacy.util
+    """The pipeline folder to pass to ``spacy.load``: a folder, or an installed package's.
 
+    A package is found by name without importing it (``spacy.load`` of a package name would
+    import it, and a model archive names the model), so only a folder is ever loaded.
+    """
     path = Path(model).expanduser()
     if path.exists():
         folder = _pipeline_folder(path) if path.is_dir() else None
@@ -97,8 +98,6 @@ def resolve_model(model: str) -> str | Path:
             folder = _pipeline_folder(Path(next(iter(spec.submodule_search_locations))))
             if folder is not None:
                 return folder
-        if spacy.util.is_package(name):
-            return name
     hint = INSTALL_HINTS.get(model)
     raise ConfigError(
         f"SpacyNLP: spaCy model '{model}' is not installed and models are never downloaded; "
@@ -143,6 +142,7 @@ class SpacyNLP(Component):
 
     provides = (SPACY_DOC,)
     processes_training_data = True
+    learns_from_data = False
 
     @dataclass(frozen=True, kw_only=True)
     class Config(Component.Config):

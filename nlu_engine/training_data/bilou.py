@@ -128,6 +128,22 @@ def misaligned_entities(
     return [e for e in entities if token_span(tokens, int(e["start"]), int(e["end"])) is None]
 
 
+def misaligned_notice(component: str, messages: Sequence[Any]) -> str | None:
+    """One warning line naming the annotations of ``messages`` that BILOU tagging skips, or None.
+
+    ``messages`` are training Messages (``text``, ``tokens["text"]``, ``entities``)."""
+    bad = [
+        f"'{message.text[int(e['start']):int(e['end'])]}' ({e['entity']}) in '{message.text}'"
+        for message in messages
+        for e in misaligned_entities(message.tokens.get("text", []), message.entities)
+    ]
+    if not bad:
+        return None
+    shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+    return (f"{component}: {len(bad)} entity annotation(s) do not fall on token boundaries and are "
+            f"ignored: {shown}")
+
+
 def _dropped_after(text: str, tokens: Sequence[Token], index: int) -> str:
     """The characters right after token ``index`` that no token holds, up to whitespace."""
     stop = tokens[index + 1].start if index + 1 < len(tokens) else len(text)

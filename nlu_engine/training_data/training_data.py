@@ -70,17 +70,17 @@ class TrainingData:
             responses=dict(self.responses),
         )
 
-    def fingerprint(self) -> str:
-        """A stable hash of the content (examples, annotations and sections)."""
-        payload = {
+    def fingerprint(self, sections: bool = True) -> str:
+        """A stable hash of the content (examples, annotations and, unless ``sections`` is
+        False, the synonym, regex, lookup and response sections)."""
+        payload: dict[str, Any] = {
             "examples": [
                 [m.text, m.intent, m.intent_response_key, m.entities] for m in self.messages
             ],
-            "synonyms": self.synonyms,
-            "regex": self.regex_features,
-            "lookup": self.lookup_tables,
-            "responses": self.responses,
         }
+        if sections:
+            payload.update(synonyms=self.synonyms, regex=self.regex_features,
+                           lookup=self.lookup_tables, responses=self.responses)
         raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 

@@ -16,7 +16,8 @@ import pytest
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.response_selector import ResponseSelector
-from nlu_engine.config import load_config, parameters
+from nlu_engine.component import config_fields
+from nlu_engine.config import load_config
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import Message
 from nlu_engine.model import Model
@@ -335,7 +336,7 @@ def test_defaults_follow_rasas_response_selector() -> None:
     # every DIETClassifier parameter, in DIET's order, plus the selector's own two
     diet = DIETClassifier().get_config()
     assert list(config) == [*diet, "retrieval_intent", "use_text_as_label"]
-    assert list(parameters(ResponseSelector)) == list(config)
+    assert list(config_fields(ResponseSelector.Config)) == list(config)
     changed = {n for n in diet if config[n] != diet[n]}
     assert changed == {
         "hidden_layers_sizes", "transformer_size", "number_of_transformer_layers", "dense_dimension",

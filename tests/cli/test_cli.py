@@ -286,3 +286,58 @@ def test_data_split_counts_and_stratification(tmp_path: Path) -> None:
     assert (tmp_path / "split2" / "test_data.yml").read_text() == (
         tmp_path / "split" / "test_data.yml"
     ).read_text()
+
+
+# --- train --finetune ------------------------------------------------------------------------------
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_finetune_reports_what_it_reused_resumed_and_retrained(tmp_path: Path, trained: Path) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "base.tar.gz").write_bytes(trained.read_bytes())
+    data = load_data(DATA)
+    more = data.with_messages([*data.messages, *[type(m)(text=f"{m.text} again", intent=m.intent)
+                                                 for m in data.messages[:3]]])
+    from nlu_engine.training_data import write_data
+
+    write_data(more, tmp_path / "more.yml", "yaml")
+    result = run("train", "--finetune", "--data", "more.yml", "--epoch-fraction", "0.3", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[:2] == ["fine-tuning models/base.tar.gz", "[1/4] WhitespaceTokenizer reused"]
+    assert lines[-3] == ("notice: trained from scratch, as they cannot resume: "
+                         "LogisticRegressionClassifier (no incremental training)")
+    assert lines[-1].startswith("model written to models/nlu-")
+    again = run("train", "--finetune", "--data", "more.yml", cwd=tmp_path)  # the newest: no change
+    assert again.returncode == 0, again.stderr
+    assert "fine-tuning: reused: WhitespaceTokenizer, CountVectorsFeaturizer, CountVectorsFeaturizer, " \
+           "LogisticRegressionClassifier" in again.stderr
+    assert len(list((tmp_path / "models").glob("*.tar.gz"))) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["--finetune"], ["no model to fine-tune: 'models' does not exist", "--finetune MODEL"]),
+        (["--finetune", "cut.tar.gz"], ["cut.tar.gz", "is not a readable .tar.gz"]),
+        (["--finetune", "logreg.tar.gz", "-c", "diet"],
+         ["cannot fine-tune 'logreg.tar.gz': step 4 is LogisticRegressionClassifier in the model "
+          "and DIETClassifier in the config"]),
+        (["--finetune", "logreg.tar.gz", "--set", "CountVectorsFeaturizer.max_ngram=2"],
+         ["'max_ngram' = 1 in the model and 2 in the config"]),
+        (["--epoch-fraction", "0.5"], ["--epoch-fraction only apply with --finetune"]),
+        (["--allow-component", "a.b.C"], ["--allow-component only apply with --finetune"]),
+        (["--finetune", "logreg.tar.gz", "--rehearsal-fraction", "2"],
+         ["rehearsal-fraction must be a number from 0 to 1, got 2.0"]),
+    ],
+)
+def test_finetune_refusals_are_one_line_and_write_nothing(
+    tmp_path: Path, trained: Path, args: list[str], fragments: list[str]
+) -> None:
+    (tmp_path / "logreg.tar.gz").write_bytes(trained.read_bytes())
+    (tmp_path / "cut.tar.gz").write_bytes(trained.read_bytes()[:3000])
+    before = _files(tmp_path)
+    result = run("train", "--data", str(DATA), *args, cwd=tmp_path)
+    assert_user_error(result, *fragments)
+    assert _files(tmp_path) == before and not (tmp_path / "models").exists()

@@ -336,3 +336,59 @@ def test_repeated_processing_is_stable() -> None:
     second = [f.matrix.toarray() for f in messages[0].features]
     for a, b in zip(first, second, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --- fine-tuning: the vocabulary grows, stored columns keep their ids -----------------------------
+def _grown(config: dict[str, Any], old: list[tuple[str, str | None]],
+           new: list[tuple[str, str | None]]) -> tuple[CountVectorsFeaturizer, CountVectorsFeaturizer]:
+    from nlu_engine.component import FinetuneOptions
+
+    previous = CountVectorsFeaturizer(**config)
+    previous.train(TrainingData(messages=make_messages(old)))
+    featurizer = CountVectorsFeaturizer(**config)
+    featurizer.finetune(TrainingData(messages=make_messages(new)), previous, FinetuneOptions())
+    return previous, featurizer
+
+
+@pytest.mark.parametrize("config", [{}, {"analyzer": "char_wb", "min_ngram": 1, "max_ngram": 3},
+                                    {"max_ngram": 2}, {"use_shared_vocab": True}])
+def test_finetune_appends_new_ngrams_and_keeps_every_stored_id(config: dict[str, Any]) -> None:
+    new_texts = [*TEXTS[2:], ("pizza with extra cheese", "order_pizza")]
+    previous, featurizer = _grown(config, TEXTS, new_texts)
+    for attribute, stored in previous.vocabularies_.items():
+        grown = featurizer.vocabularies_[attribute]
+        assert {gram: grown[gram] for gram in stored} == stored  # ids unchanged, none dropped
+        added = [gram for gram in grown if gram not in stored]
+        assert sorted(grown[gram] for gram in added) == list(range(len(stored), len(grown)))
+    fitted = CountVectorsFeaturizer(**config)
+    fitted.train(TrainingData(messages=make_messages(new_texts)))
+    for attribute, vocabulary in fitted.vocabularies_.items():  # everything the data keeps is in
+        assert set(vocabulary) <= set(featurizer.vocabularies_[attribute])
+    if config.get("use_shared_vocab"):
+        assert len({id(v) for v in featurizer.vocabularies_.values()}) == 1
+    elif config.get("analyzer") != "char_wb":  # only the word analyzer featurizes intents
+        assert "order_pizza" in featurizer.vocabularies_["intent"]
+
+    # an old message's features are the stored model's, padded with zero columns
+    [before], [after] = make_messages([TEXTS[0]]), make_messages([TEXTS[0]])
+    featurize(previous, [before])
+    featurize(featurizer, [after])
+    for kind in ("sequence", "sentence"):
+        old, new = matrix(before, kind), matrix(after, kind)
+        assert np.array_equal(new[:, : old.shape[1]], old)
+        assert not new[:, old.shape[1]:].any()
+
+
+def test_finetune_respects_max_features(caplog: pytest.LogCaptureFixture) -> None:
+    previous, featurizer = _grown({"max_features": 12}, TEXTS, [("pizza with extra cheese", "x")])
+    assert len(previous.vocabularies_["text"]) == 12
+    assert featurizer.vocabularies_["text"] == previous.vocabularies_["text"]
+    assert "the vocabulary is full (max_features=12): 4 new n-grams" in caplog.text
+
+
+def test_finetune_needs_a_stored_vocabulary() -> None:
+    from nlu_engine.component import CannotResume, FinetuneOptions
+
+    with pytest.raises(CannotResume, match="no stored vocabulary"):
+        CountVectorsFeaturizer().finetune(TrainingData(messages=make_messages()),
+                                          CountVectorsFeaturizer(), FinetuneOptions())

@@ -145,3 +145,24 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
     np.testing.assert_array_equal(
         a[0].features[0].matrix.toarray(), b[0].features[0].matrix.toarray()
     )
+
+
+def test_finetune_appends_new_values_after_the_stored_columns() -> None:
+    from nlu_engine.component import FinetuneOptions
+
+    features = [["low"], ["prefix2", "digit"]]
+    previous = LexicalSyntacticFeaturizer(features=features)
+    previous.train(TrainingData(messages=tokenized("hello there")))
+    featurizer = LexicalSyntacticFeaturizer(features=features)
+    featurizer.finetune(TrainingData(messages=tokenized("hello 42")), previous, FinetuneOptions())
+    stored = previous.feature_to_idx_
+    grown = featurizer.feature_to_idx_
+    for key, values in stored.items():
+        assert {v: grown[key][v] for v in values} == values
+    added = sorted((column, key, value) for key, values in grown.items()
+                   for value, column in values.items() if value not in stored.get(key, {}))
+    # "42" (the token itself is window position 1): a digit, a new prefix; numbered after the
+    # stored columns, by key
+    assert [(key, value) for _, key, value in added] == [((1, "digit"), "True"), ((1, "prefix2"), "42")]
+    assert [column for column, _, _ in added] == [previous.n_features_, previous.n_features_ + 1]
+    assert featurizer.n_features_ == previous.n_features_ + 2

@@ -176,3 +176,18 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
     for fa, fb in zip(a.features, b.features, strict=True):
         np.testing.assert_array_equal(fa.matrix.toarray(), fb.matrix.toarray())
     assert [t.data for t in a.tokens["text"]] == [t.data for t in b.tokens["text"]]
+
+
+def test_finetune_keeps_stored_patterns_in_their_columns_and_appends_new_ones() -> None:
+    from nlu_engine.component import FinetuneOptions
+
+    previous = RegexFeaturizer()
+    previous.train(TrainingData(regex_features=PATTERNS))
+    featurizer = RegexFeaturizer()
+    added = {"name": "zip", "pattern": "[0-9]{5}"}
+    featurizer.finetune(TrainingData(regex_features=[PATTERNS[2], added]), previous, FinetuneOptions())
+    assert featurizer.patterns_ == [*PATTERNS, added]  # "number" and "hello" left the data: kept
+    message = tokenized("hey 10115")
+    featurizer.process([message])
+    sequence = message.features[0].matrix.toarray()
+    assert sequence.tolist() == [[0, 1, 0, 0], [1, 0, 1, 1]]

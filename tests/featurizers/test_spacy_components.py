@@ -17,10 +17,11 @@ pytest.importorskip("spacy")
 from nlu_engine import registry
 from nlu_engine.errors import ConfigError
 from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
-from nlu_engine.loaders.spacy_nlp import SpacyNLP, get_doc, resolve_model
+from nlu_engine.loaders.spacy_nlp import SpacyNLP, get_doc
 from nlu_engine.message import Message
 from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from tests.spacy_models import needs_md, needs_sm
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = {
@@ -30,16 +31,6 @@ COMPONENTS = {
 }
 
 
-def installed(model: str) -> bool:
-    try:
-        resolve_model(model)
-    except ConfigError:
-        return False
-    return True
-
-
-needs_md = pytest.mark.skipif(not installed("en_core_web_md"), reason="en_core_web_md not installed")
-needs_sm = pytest.mark.skipif(not installed("en_core_web_sm"), reason="en_core_web_sm not installed")
 
 
 def run(texts: list[str], model: str = "en_core_web_md", **featurizer: str) -> list[Message]:

@@ -7,6 +7,7 @@ Tests that need a pipeline are skipped when its package is missing: ``en_core_we
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,17 +16,7 @@ pytest.importorskip("spacy")
 
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, lowercase_keeping_offsets, resolve_model
-
-
-def installed(model: str) -> bool:
-    try:
-        resolve_model(model)
-    except ConfigError:
-        return False
-    return True
-
-
-needs_md = pytest.mark.skipif(not installed("en_core_web_md"), reason="en_core_web_md not installed")
+from tests.spacy_models import needs_md
 
 
 def test_lowercasing_keeps_every_offset() -> None:
@@ -67,3 +58,27 @@ def test_persist_records_the_model_and_load_checks_its_vectors(tmp_path: Path) -
     (tmp_path / "spacy_model.json").write_text(json.dumps(meta))
     with pytest.raises(ArchiveError, match="300-d vectors but the model was trained with"):
         SpacyNLP.load(tmp_path, component.get_config())
+
+
+def test_a_package_named_as_the_model_is_never_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An archive names its spaCy model: an installed package that is not a spaCy pipeline
+    folder is refused without being imported (spacy.load of a package name would import it)."""
+    site = tmp_path / "site"
+    (site / "evilpkg").mkdir(parents=True)
+    (site / "evilpkg" / "__init__.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_name('canary.txt').write_text('imported')\n"
+    )
+    (site / "evilpkg-0.1.dist-info").mkdir()
+    (site / "evilpkg-0.1.dist-info" / "METADATA").write_text("Name: evilpkg\nVersion: 0.1\n")
+    monkeypatch.syspath_prepend(str(site))
+    saved = tmp_path / "component"
+    saved.mkdir()
+    (saved / "spacy_model.json").write_text(json.dumps(
+        {"model": "evilpkg", "name": "x", "version": "1", "vectors_shape": [0, 0]}
+    ))
+    with pytest.raises((ArchiveError, ConfigError), match="'evilpkg' is not installed"):
+        SpacyNLP.load(saved, {"model": "evilpkg"})
+    assert not (site / "evilpkg" / "canary.txt").exists()
+    assert "evilpkg" not in sys.modules

@@ -397,3 +397,19 @@ def test_bilou_span_is_cut_at_a_comma_when_splitting_by_comma(split, expected):
     tags = ["O", "B-fruit", "L-fruit"]
     entities = spans_to_entities(text, words(text), tags, split_entities_by_comma=split)
     assert [e["value"] for e in entities] == expected
+
+
+def test_misaligned_notice_names_the_skipped_annotations_in_one_line() -> None:
+    from nlu_engine.message import Message
+    from nlu_engine.training_data import bilou
+
+    text = "fly to Berlin today"
+    tokens = [Token("fly", 0, 3), Token("to", 4, 6), Token("Berlin", 7, 13), Token("today", 14, 19)]
+    cut = Message(text=text, entities=[{"entity": "city", "start": 7, "end": 11, "value": "Berl"}])
+    cut.tokens["text"] = tokens
+    fine = Message(text=text, entities=[{"entity": "city", "start": 7, "end": 13, "value": "Berlin"}])
+    fine.tokens["text"] = tokens
+    assert bilou.misaligned_notice("X", [fine]) is None
+    notice = bilou.misaligned_notice("X", [cut, fine])
+    assert notice == ("X: 1 entity annotation(s) do not fall on token boundaries and are ignored: "
+                      "'Berl' (city) in 'fly to Berlin today'")

@@ -39,8 +39,8 @@ def large_blocks_on_heap() -> Iterator[None]:
     gradient, the summed step) would be a fresh mapping whose pages are faulted in and zeroed,
     then unmapped. Served from the heap they are reused, which makes the steps faster, most of
     all the early small-batch epochs. Memory freed during an epoch is handed back at its end
-    (``ReturnFreeMemory``). Afterwards the thresholds are set to glibc's own dynamic ceiling
-    (32 MB mmap, 64 MB trim), not left at the training values.
+    (``ReturnFreeMemory``). Afterwards the thresholds are set to the ceilings of glibc's own
+    dynamic adjustment, not left at the training values.
     """
     _glibc("mallopt", _M_MMAP_THRESHOLD, 512 << 20)
     _glibc("mallopt", _M_TRIM_THRESHOLD, 1 << 30)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import gc
 import json
-import sys
+import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -22,7 +22,10 @@ from nlu_engine.component import (
     ENTITIES,
     FEATURES,
     INTENT,
+    CannotResume,
+    Component,
     EntityExtractor,
+    FinetuneOptions,
     IntentClassifier,
     TrainableEncoder,
     param,
@@ -30,6 +33,7 @@ from nlu_engine.component import (
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.message import TEXT, Message
+from nlu_engine.npz import load_npz
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -38,11 +42,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 PREDICT_BATCH = 64
 WEIGHTS_FILE = "weights.npz"
+EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
+
+logger = logging.getLogger(__name__)
 
 
 class DIETClassifier(IntentClassifier, EntityExtractor):
@@ -128,6 +135,12 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                     f"({self.number_of_attention_heads})"
                 )
 
+        # how long and how visibly training runs: a fine-tuning config may change these
+        finetune_free: ClassVar[frozenset[str]] = frozenset({
+            "epochs", "show_progress", "run_eagerly", "max_micro_batch_size",
+            "tensorboard_log_directory", "tensorboard_log_level",
+        })
+
         def notices(self) -> list[str]:
             if not self.share_hidden_layers:
                 return []
@@ -154,6 +167,11 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         """Fine-tune ``encoder`` with the network: its features are computed in the graph."""
         self._encoders = [*getattr(self, "_encoders", []), encoder]
         return True
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The examples only: the synonym, regex and lookup sections reach DIET through the
+        components before it."""
+        return data.fingerprint(sections=False)
 
     # --- parameters the network reads -----------------------------------------------------
     def network_params(self) -> dict[str, Any]:
@@ -220,8 +238,19 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             tags=tags,
         )
 
+    def _blocks(self, message: Message, attribute: str, kind: str,
+                origins: list[str] | None = None) -> list[list[Any]]:
+        """[origin, width] of each sparse block ``features_for`` stacks side by side, in order:
+        fine-tuning maps the stored input rows block by block onto grown vocabularies."""
+        return [[f.origin, int(f.matrix.shape[1])] for f in message.features
+                if f.attribute == attribute and f.kind == kind and f.is_sparse
+                and (not origins or f.origin in origins)]
+
     def _learn_vocabularies(self, data: TrainingData, examples: list[Message]) -> None:
         first = examples[0]
+        origins = self.config.featurizers or None
+        self.seq_blocks_ = self._blocks(first, TEXT, "sequence", origins)
+        self.sent_blocks_ = self._blocks(first, TEXT, "sentence", origins)
         seq = self._features(first, "sequence", True)
         sent = self._features(first, "sentence", True)
         dseq = self._features(first, "sequence", False)
@@ -271,11 +300,33 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             if parts:
                 rows[str(label)] = np.concatenate(parts)
         if len(rows) == n and n and len({r.shape for r in rows.values()}) == 1:
+            first = next(m for m in examples if self.label_of(m) in rows)
+            seq = first.features_for(self.label_attribute, "sequence", True)
+            kind = "sequence" if seq is not None else "sentence"
+            self.label_blocks_: list[list[Any]] | None = self._blocks(first, self.label_attribute, kind)
             return np.stack([rows[name] for name in self.intents_]).astype(np.float32)
+        self.label_blocks_ = []  # one-hot: a column per intent
         return np.eye(n, dtype=np.float32)
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
+        self._fit(data)
+
+    def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
+        """Continue the stored network on ``data`` (``resume.py``): input tables, label table
+        and tag heads grow with the new n-grams, intents and tags; every epoch trains on the new
+        and changed examples plus ``options.rehearsal_fraction`` of the old ones, for
+        ``options.epoch_fraction`` of a full training's epochs, with the learning-rate schedule
+        started again at ``options.learning_rate_fraction`` of ``learning_rate``."""
+        if type(previous) is not type(self) or not getattr(previous, "weights_", None):
+            raise CannotResume("no stored network")
+        if getattr(self, "_encoders", None):
+            raise CannotResume("it fine-tunes a language model, which trains again with it")
+        self._fit(data, previous, options)
+
+    def _fit(self, data: TrainingData, previous: DIETClassifier | None = None,
+             options: FinetuneOptions | None = None) -> None:
+        """Train, from scratch or (``previous``) resuming from a stored model."""
         examples = [m for m in data.messages if self.label_of(m) and m.tokens.get(TEXT)]
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
@@ -293,9 +344,15 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self._seed()
         label_features = self._label_features(examples)
         slots = encoder_slots(getattr(self, "_encoders", []), examples[0], self.config.featurizers or None)
+        resume = None
+        if previous is not None:
+            from nlu_engine.classifiers.diet.resume import plan
+
+            resume = plan(previous, self, examples, options or FinetuneOptions())
         encoded = self._encode(examples, with_targets=True, slots=slots)
         encoded.ragged = ragged_inputs(slots, examples)
-        network, self.history_ = fit(self, params, encoded, label_features, encoders=slots)
+        network, self.history_ = fit(self, params, encoded, label_features, resume=resume,
+                                     encoders=slots)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
         for slot in network.encoder_slots:  # the featurizer computes the tuned features from now on
@@ -318,6 +375,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             else:
                 self.weights_[name] = _half(weights)
         self.label_features_ = label_features
+        from nlu_engine.classifiers.diet.resume import example_hashes
+
+        self.example_hashes_ = example_hashes(examples, self.label_of)
         self._build_predict()
 
     def _seed(self) -> None:
@@ -329,17 +389,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def _report_misaligned(self, examples: list[Message]) -> None:
         if not self.config.entity_recognition:
             return
-        bad = []
-        for message in examples:
-            for entity in bilou.misaligned_entities(message.tokens.get(TEXT, []), message.entities):
-                bad.append(f"'{entity.get('value', '')}' ({entity['entity']}) in '{message.text}'")
-        if bad:
-            shown = "; ".join(bad[:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
-            print(
-                f"warning: DIETClassifier: {len(bad)} entity annotation(s) do not fall on token "
-                f"boundaries and are ignored: {shown}",
-                file=sys.stderr,
-            )
+        notice = bilou.misaligned_notice(self.component_name(), examples)
+        if notice:
+            logger.warning(notice)
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:
@@ -413,6 +465,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             stored[f"{name}{INT8}"], stored[f"{name}{SCALE}"] = q, scale
         np.savez_compressed(directory / WEIGHTS_FILE, **stored)
         np.savez(directory / "label_features.npz", label_features=self.label_features_)
+        np.savez_compressed(directory / EXAMPLES_FILE, hashes=self.example_hashes_)
         state = {
             "format": WEIGHTS_FORMAT,
             "intents": self.intents_,
@@ -423,6 +476,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             "dense_seq_dim": self.dense_seq_dim_,
             "dense_sent_dim": self.dense_sent_dim_,
             "weight_shapes": {name: list(w.shape) for name, w in self.weights_.items()},
+            "input_blocks": {"sequence": self.seq_blocks_, "sentence": self.sent_blocks_,
+                             "label": self.label_blocks_},
             "history": self.history_,
         }
         (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
@@ -445,10 +500,16 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
         component.history_ = state.get("history", {})
-        with np.load(directory / "label_features.npz", allow_pickle=False) as f:
-            component.label_features_ = f["label_features"].astype(np.float32)
-        with np.load(directory / WEIGHTS_FILE, allow_pickle=False) as f:
-            stored = {name: f[name] for name in f.files}
+        blocks = state.get("input_blocks") or {}  # absent before fine-tuning existed
+        component.seq_blocks_ = blocks.get("sequence")
+        component.sent_blocks_ = blocks.get("sentence")
+        component.label_blocks_ = blocks.get("label")
+        component.example_hashes_ = None
+        if (directory / EXAMPLES_FILE).is_file():
+            component.example_hashes_ = load_npz(directory / EXAMPLES_FILE)["hashes"].astype(np.uint64)
+        label_features = load_npz(directory / "label_features.npz")["label_features"]
+        component.label_features_ = label_features.astype(np.float32)
+        stored = load_npz(directory / WEIGHTS_FILE)
         weights, component.quantized_ = {}, {}
         for name, w in stored.items():
             if name.endswith(INT8):

@@ -50,24 +50,6 @@ def similarity(a: tf.Tensor, b: tf.Tensor, kind: SimilarityType = "inner") -> tf
     return tf.reduce_sum(a * b, axis=-1)
 
 
-def confidences_from_similarities(
-    sims: tf.Tensor, model_confidence: Literal["softmax", "linear_norm", "auto"] = "softmax"
-) -> tf.Tensor:
-    """Similarities [B, N] -> confidences [B, N].
-
-    ``softmax`` is Rasa 3's only choice; ``linear_norm`` (Rasa 2.x) clips negatives to 0 and
-    divides by the row sum; ``auto`` returns the raw similarities (Rasa's margin-loss mode).
-    """
-    if model_confidence == "softmax":
-        return tf.nn.softmax(sims, axis=-1)
-    if model_confidence == "linear_norm":
-        clipped = tf.maximum(sims, 0.0)
-        return tf.math.divide_no_nan(clipped, tf.reduce_sum(clipped, axis=-1, keepdims=True))
-    if model_confidence == "auto":
-        return sims
-    raise ValueError(f"model_confidence must be 'softmax', 'linear_norm' or 'auto', got {model_confidence!r}")
-
-
 def _same_label(target_ids: tf.Tensor, candidate_ids: tf.Tensor) -> tf.Tensor:
     """1.0 where a candidate has the target's label: [B, ...], [B, n, ...] -> [B, n] float32."""
     equal = tf.equal(candidate_ids, tf.expand_dims(target_ids, axis=1))  # [B, n, ...]
@@ -118,14 +100,8 @@ class DotProductLoss:
         """Uniform indices with replacement [batch_size, num_neg] in [0, num_candidates)."""
         return self._rng.uniform((batch_size, self.num_neg), minval=0, maxval=num_candidates, dtype=tf.int32)
 
-    def __call__(
-        self,
-        inputs_embed: tf.Tensor,
-        labels_embed: tf.Tensor,
-        label_ids: tf.Tensor,
-        all_labels_embed: tf.Tensor,
-        all_label_ids: tf.Tensor,
-    ) -> tuple[tf.Tensor, tf.Tensor]:
+    def __call__(self, inputs_embed: tf.Tensor, labels_embed: tf.Tensor, label_ids: tf.Tensor,
+                 all_labels_embed: tf.Tensor, all_label_ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         """Loss and accuracy (scalars) with freshly sampled negatives.
 
         inputs_embed [B, E], labels_embed [B, E], label_ids [B] (or [B, F]),
@@ -134,15 +110,8 @@ class DotProductLoss:
         batch_size = tf.shape(inputs_embed)[0]
         label_neg_idx = self.sample_indices(batch_size, tf.shape(all_labels_embed)[0])  # [B, n]
         input_neg_idx = self.sample_indices(batch_size, batch_size)  # [B, n]
-        return self.loss_with_negatives(
-            inputs_embed,
-            labels_embed,
-            label_ids,
-            all_labels_embed,
-            all_label_ids,
-            label_neg_idx,
-            input_neg_idx,
-        )
+        return self.loss_with_negatives(inputs_embed, labels_embed, label_ids, all_labels_embed,
+                                        all_label_ids, label_neg_idx, input_neg_idx)
 
     def loss_with_negatives(
         self,
@@ -205,14 +174,8 @@ class DotProductLoss:
         weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
         return loss * weight
 
-    def _cross_entropy_loss(
-        self,
-        s_pos: tf.Tensor,
-        s_il: tf.Tensor,
-        s_ll: tf.Tensor,
-        s_ii: tf.Tensor,
-        s_li: tf.Tensor,
-    ) -> tf.Tensor:
+    def _cross_entropy_loss(self, s_pos: tf.Tensor, s_il: tf.Tensor, s_ll: tf.Tensor,
+                            s_ii: tf.Tensor, s_li: tf.Tensor) -> tf.Tensor:
         """Mean over the batch of softmax CE (target index 0) [+ sigmoid CE]."""
         groups = [s_pos, s_il, s_li] if self.constrain_similarities else [s_pos, s_il, s_li, s_ii, s_ll]
         logits = tf.concat(groups, axis=-1)  # [B, 1 + k*n]
@@ -224,14 +187,8 @@ class DotProductLoss:
             loss += tf.reduce_mean(sigmoid, axis=-1)  # [B]
         return tf.reduce_mean(self._scaled(loss))
 
-    def _margin_loss(
-        self,
-        s_pos: tf.Tensor,
-        s_il: tf.Tensor,
-        s_ll: tf.Tensor,
-        s_ii: tf.Tensor,
-        s_li: tf.Tensor,
-    ) -> tf.Tensor:
+    def _margin_loss(self, s_pos: tf.Tensor, s_il: tf.Tensor, s_ll: tf.Tensor,
+                     s_ii: tf.Tensor, s_li: tf.Tensor) -> tf.Tensor:
         """StarSpace hinge: pull s_pos above mu_pos, push negatives below -mu_neg."""
         loss = tf.maximum(0.0, self.mu_pos - s_pos[:, 0])  # [B]
         if self.use_max_sim_neg:

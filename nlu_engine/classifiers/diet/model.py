@@ -108,10 +108,18 @@ class DIETNetwork(keras.Model):
         # fine-tuned encoders: their layers are tracked (trained, saved by early stopping)
         self.encoder_slots = list(encoders or [])
         self.encoder_layers = [slot.layer for slot in self.encoder_slots]
+        # the order of the parts is the order their weights are created in (seeded runs)
+        seq_width, concat_dim = self._build_text_input()
+        self._build_transformer()
+        self._build_intent_head()
+        self._build_entity_heads()
+        self._build_masked_language_model(seq_width, concat_dim)
+
+    def _build_text_input(self) -> tuple[int, int]:
+        """Sparse -> dense, concatenated with dense features; returns (sequence width, concat dim)."""
+        p, spec = self.p, self.spec
         reg, drop, density = p["regularization_constant"], p["drop_rate"], p["connection_density"]
-        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(
-            p["concat_dimension"]
-        )
+        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(p["concat_dimension"])
         hidden = _per_attribute(p["hidden_layers_sizes"])
         sparse_drop = drop if p["use_sparse_input_dropout"] else 0.0
         self.dense_input_drop = Dropout(
@@ -122,7 +130,6 @@ class DIETNetwork(keras.Model):
         self.bag_output_drop = Dropout(
             drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
         )
-        # --- text input: sparse -> dense, concatenated with dense features -------------------
         all_rows = p["sparse_regularization"] == "all_rows"
         self.seq_bag = SparseEmbeddingBag(
             spec.seq_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="seq_bag"
@@ -136,29 +143,38 @@ class DIETNetwork(keras.Model):
         self.seq_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="seq_unify")
         self.sent_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="sent_unify")
         self.text_hidden = Ffnn(hidden["text"], drop, reg, density, name="text_hidden")
-        # --- transformer -----------------------------------------------------------------------
+        return seq_width, concat_dim["text"]
+
+    def _build_transformer(self) -> None:
+        p = self.p
         self.num_layers = p["number_of_transformer_layers"]
         self.transformer = TransformerEncoder(
             num_layers=self.num_layers,
             units=p["transformer_size"],
             num_heads=p["number_of_attention_heads"],
-            reg_lambda=reg,
-            dropout_rate=drop,
+            reg_lambda=p["regularization_constant"],
+            dropout_rate=p["drop_rate"],
             attention_dropout_rate=p["drop_rate_attention"],
-            density=density,
+            density=p["connection_density"],
             unidirectional=p["unidirectional_encoder"],
             use_key_relative_position=p["use_key_relative_attention"],
             use_value_relative_position=p["use_value_relative_attention"],
             max_relative_position=p["max_relative_position"],
             name="transformer",
         )
-        # --- intent head -----------------------------------------------------------------------
-        embed_dim = p["embedding_dimension"]
+
+    def _build_intent_head(self) -> None:
+        """Sentence and label embeddings compared by the dot-product loss."""
+        p, spec = self.p, self.spec
+        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
         self.label_features = tf.constant(spec.label_features, tf.float32)  # [N, V_label]
         self.label_dense = RandomlyConnectedDense(
-            dense_dim["label"], density=1.0, reg_lambda=reg, name="label_dense"
+            _per_attribute(p["dense_dimension"])["label"], density=1.0, reg_lambda=reg, name="label_dense"
         )
-        self.label_hidden = Ffnn(hidden["label"], drop, reg, density, name="label_hidden")
+        self.label_hidden = Ffnn(
+            _per_attribute(p["hidden_layers_sizes"])["label"], p["drop_rate"], reg,
+            p["connection_density"], name="label_hidden",
+        )
         self.text_embed = Embed(embed_dim, reg, name="text_embed")
         self.label_embed = Embed(embed_dim, reg, name="label_embed")
         self.all_labels_as_negatives = all_labels_as_negatives(
@@ -176,7 +192,10 @@ class DIETNetwork(keras.Model):
             use_max_sim_neg=p["use_maximum_negative_similarity"],
             neg_lambda=p["negative_margin_scale"],
         )
-        # --- entity heads: entity, then role and group conditioned on the entity tags --------
+
+    def _build_entity_heads(self) -> None:
+        """Entity tags, then role and group tags conditioned on the entity tags; a CRF each."""
+        reg, spec = self.p["regularization_constant"], self.spec
         self.tag_logits = {
             name: RandomlyConnectedDense(k, density=1.0, name=f"{name}_logits")
             for name, k in spec.num_tags.items()
@@ -185,11 +204,14 @@ class DIETNetwork(keras.Model):
             name: CRF(k, reg, False, *spec.constraints.get(name, ()), name=f"{name}_crf")
             for name, k in spec.num_tags.items()
         }
-        self.entity_tag_embed = Embed(embed_dim, reg, name="entity_tag_embed")
-        # --- masked language model -------------------------------------------------------------
+        self.entity_tag_embed = Embed(self.p["embedding_dimension"], reg, name="entity_tag_embed")
+
+    def _build_masked_language_model(self, seq_width: int, concat_dim: int) -> None:
+        p = self.p
+        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
         self.use_mlm = p["use_masked_language_model"] and self.num_layers > 0
         self.mask_vector = self.add_weight(
-            name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim["text"])),
+            name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim)),
             initializer="random_uniform",
         )
         self.mlm_out_embed = Embed(embed_dim, reg, name="mlm_out_embed")
@@ -389,35 +411,31 @@ class DIETNetwork(keras.Model):
 
 
     # ------------------------------------------------------------------------------------------
-    def export_weights(self) -> dict[str, np.ndarray]:
-        """What prediction needs, by the names of ``weight_names`` (read by ``inference.py``):
-        kernels with their connection masks applied; training-only weights (mask vector, MLM
-        heads) left out."""
-        out: dict[str, np.ndarray] = {}
+    def named_variables(self) -> dict[str, tuple[Any, Any]]:
+        """Prediction's weights by the names of ``weight_names``: (variable, its connection mask
+        or None). Training-only weights (mask vector, MLM heads) are left out."""
+        out: dict[str, tuple[Any, Any]] = {}
 
         def dense(name: str, layer: RandomlyConnectedDense) -> None:
             if not hasattr(layer, "kernel"):
                 return  # never built: this network does not use the layer
-            kernel = np.asarray(layer.kernel)
-            if layer.kernel_mask is not None:
-                kernel = kernel * np.asarray(layer.kernel_mask)
-            out[names.kernel(name)] = kernel.astype(np.float32)
+            out[names.kernel(name)] = (layer.kernel, layer.kernel_mask)
             if layer.bias is not None:
-                out[names.bias(name)] = np.asarray(layer.bias, np.float32)
+                out[names.bias(name)] = (layer.bias, None)
 
         def ffnn(name: str, stack: Ffnn) -> None:
             for i, layer in enumerate(stack.hidden):
                 dense(names.hidden(name, i), layer)
 
         def norm(name: str, layer: keras.layers.LayerNormalization) -> None:
-            out[names.gamma(name)] = np.asarray(layer.gamma, np.float32)
-            out[names.beta(name)] = np.asarray(layer.beta, np.float32)
+            out[names.gamma(name)] = (layer.gamma, None)
+            out[names.beta(name)] = (layer.beta, None)
 
         for name, bag, vocab in ((names.SEQ_BAG, self.seq_bag, self.spec.seq_vocab),
                                  (names.SENT_BAG, self.sent_bag, self.spec.sent_vocab)):
             if vocab:
-                out[names.kernel(name)] = np.asarray(bag.kernel, np.float32)
-                out[names.bias(name)] = np.asarray(bag.bias, np.float32)
+                out[names.kernel(name)] = (bag.kernel, None)
+                out[names.bias(name)] = (bag.bias, None)
         if self.unify:
             ffnn(names.SEQ_UNIFY, self.seq_unify)
             ffnn(names.SENT_UNIFY, self.sent_unify)
@@ -435,7 +453,7 @@ class DIETNetwork(keras.Model):
                 for name, table in ((layer.key_relative, attention.key_relative_embeddings),
                                     (layer.value_relative, attention.value_relative_embeddings)):
                     if table is not None:
-                        out[name] = np.asarray(table, np.float32)
+                        out[name] = (table, None)
                 norm(layer.ffn_norm, block.ffn_norm)
                 dense(layer.ffn_in, block.ffn_in)
                 dense(layer.ffn_out, block.ffn_out)
@@ -447,10 +465,32 @@ class DIETNetwork(keras.Model):
             dense(names.LABEL_EMBED, self.label_embed.dense)
         for kind in self.tag_crf:
             dense(names.tag_logits(kind), self.tag_logits[kind])
-            out[names.transitions(kind)] = np.asarray(self.tag_crf[kind].transitions, np.float32)
+            out[names.transitions(kind)] = (self.tag_crf[kind].transitions, None)
         if len(self.tag_crf) > 1:
             dense(names.ENTITY_TAG_EMBED, self.entity_tag_embed.dense)
         return out
+
+    def export_weights(self) -> dict[str, np.ndarray]:
+        """What prediction needs, by the names of ``weight_names`` (read by ``inference.py``):
+        float32 arrays, kernels with their connection masks applied."""
+        out: dict[str, np.ndarray] = {}
+        for name, (variable, mask) in self.named_variables().items():
+            value = np.asarray(variable, np.float32)
+            out[name] = value * np.asarray(mask, np.float32) if mask is not None else value
+        return out
+
+    def import_weights(self, weights: dict[str, np.ndarray]) -> None:
+        """Assign exported weights (``export_weights``' names and shapes) to the variables, e.g.
+        a stored model's to resume training from. A kernel with a live weight its connection
+        mask drops is refused (ValueError): the mask would silently discard it."""
+        variables = self.named_variables()
+        for name, value in weights.items():
+            variable, mask = variables[name]
+            if tuple(variable.shape) != value.shape:
+                raise ValueError(f"'{name}' has shape {value.shape}, the network {tuple(variable.shape)}")
+            if mask is not None and np.any(value * (1.0 - np.asarray(mask, np.float32))):
+                raise ValueError(f"'{name}' has weights its connection mask drops")
+            variable.assign(value.astype(np.float32))
 
 
 def all_labels_as_negatives(

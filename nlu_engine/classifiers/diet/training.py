@@ -45,6 +45,7 @@ from nlu_engine.training_data.bilou import bilou_constraints, f1_score
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.component import DIETClassifier
+    from nlu_engine.classifiers.diet.resume import ResumePlan
 
 # training examples decoded for the tag F1 of the progress bar and history (``TagF1Monitor``)
 MONITORED_EXAMPLES = 512
@@ -220,15 +221,19 @@ def evaluate(predict, data: EncodedData, kinds: list[str]) -> dict[str, float]:
 
 
 def epoch_batches(
-    component: DIETClassifier, data: EncodedData, epoch: int, epochs: int, rng: np.random.Generator
+    component: DIETClassifier, data: EncodedData, epoch: int, epochs: int, rng: np.random.Generator,
+    pool: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """The batches (example indices) of one epoch: balanced by label or shuffled, then grouped
-    by length; with ``drop_small_last_batch``, batches under half the size are left out."""
+    by length; with ``drop_small_last_batch``, batches under half the size are left out.
+    ``pool``: the examples this epoch trains on (all when None)."""
     batch_size = batch_size_for_epoch(component.config.batch_size, epoch, epochs)
     if component.config.batch_strategy == "balanced" and component.config.intent_classification:
-        order = balanced_order(data.label_ids, batch_size, rng)
+        labels = data.label_ids if pool is None else data.label_ids[pool]
+        order = balanced_order(labels, batch_size, rng)
+        order = order if pool is None else pool[order]
     else:
-        order = rng.permutation(len(data))
+        order = rng.permutation(len(data) if pool is None else pool)
     batches = length_grouped_batches(order, data.lengths, batch_size, rng)
     if component.config.drop_small_last_batch:
         batches = [b for b in batches if len(b) >= batch_size // 2] or batches
@@ -236,18 +241,21 @@ def epoch_batches(
 
 
 def total_steps(component: DIETClassifier, examples: int, epochs: int) -> int:
-    """The optimizer steps of a training (one per batch of ``batch_size`` examples)."""
+    """The optimizer steps of a training (one per batch of ``batch_size`` examples);
+    ``examples`` per epoch."""
     return sum(
         max(1, -(-examples // batch_size_for_epoch(component.config.batch_size, e, epochs)))
         for e in range(epochs)
     )
 
 
-def learning_rate(component: DIETClassifier, examples: int, epochs: int) -> Any:
-    """``learning_rate``, constant or (``linear_decay``) a function of the optimizer step."""
+def learning_rate(component: DIETClassifier, examples: int, epochs: int, scale: float = 1.0) -> Any:
+    """``learning_rate`` times ``scale`` (fine-tuning starts the schedule again lower), constant
+    or (``linear_decay``) a function of the optimizer step; ``examples`` per epoch."""
+    start = component.config.learning_rate * scale
     if component.config.learning_rate_schedule != "linear_decay":
-        return component.config.learning_rate
-    return linear_decay(component.config.learning_rate, total_steps(component, examples, epochs))
+        return start
+    return linear_decay(start, total_steps(component, examples, epochs))
 
 
 def encoder_rates(network: DIETNetwork, steps: int) -> list[tuple[list, Any]]:
@@ -303,11 +311,14 @@ def fit(
     encoded: EncodedData,
     label_features: np.ndarray,
     callbacks: Sequence[Callback] = (),
+    resume: ResumePlan | None = None,
     encoders: Sequence[EncoderSlot] = (),
 ) -> tuple[DIETNetwork, dict[str, Any]]:
     """Train a new network on ``encoded``; returns it and the per-epoch history.
 
-    ``callbacks`` run after DIET's own (``diet_callbacks``) at every hook of the loop;
+    ``callbacks`` run after DIET's own (``diet_callbacks``) at every hook of the loop.
+    ``resume``: start from a stored model's weights and train as fine-tuning does
+    (``resume.py``: the epochs' share, each epoch's examples, the restarted learning rate).
     ``encoders`` are fine-tuned with it (their inputs in ``encoded.ragged``).
     """
     if component.config.tensorboard_log_directory:
@@ -319,18 +330,32 @@ def fit(
         keep = np.setdiff1d(np.arange(len(encoded)), holdout)
         evaluation = _subset(encoded, holdout)
         encoded = _subset(encoded, keep)
+        resume = resume.subset(keep) if resume is not None else None
 
     ragged = ragged_signature(encoded.ragged)
     network = build_network(component, params, label_features, encoders, ragged)
     epochs = resolve_epochs(component.config.epochs, component.config.batch_size, len(encoded))
+    per_epoch, scale = len(encoded), 1.0
+    if resume is not None:
+        resume.restore(network)
+        epochs, per_epoch = resume.epochs(epochs), resume.examples_per_epoch()
+        scale = resume.options.learning_rate_fraction
     trainer = DIETTrainer(
-        network, encoded, learning_rate(component, len(encoded), epochs),
+        network, encoded, learning_rate(component, per_epoch, epochs, scale),
         {**input_signature(component, True, encoders), **ragged},
         component.config.max_micro_batch_size, eager=component.config.run_eagerly,
-        groups=encoder_rates(network, total_steps(component, len(encoded), epochs)),
+        groups=encoder_rates(network, total_steps(component, per_epoch, epochs)),
     )
     parts = [*diet_callbacks(component, network, trainer, encoded, evaluation), *callbacks]
-    state = train_epochs(
-        trainer, lambda epoch: epoch_batches(component, encoded, epoch, epochs, rng), epochs, parts
-    )
+
+    def batches(epoch: int) -> list[np.ndarray]:
+        pool = None if resume is None else resume.epoch_pool(rng)
+        return epoch_batches(component, encoded, epoch, epochs, rng, pool)
+
+    state = train_epochs(trainer, batches, epochs, parts)
+    if resume is not None:
+        state.history["finetune"] = {
+            "epochs": epochs, "examples_per_epoch": per_epoch,
+            "new_examples": int((~resume.rehearse).sum()), "known_examples": int(resume.rehearse.sum()),
+        }
     return network, state.history

@@ -14,6 +14,8 @@ Shapes: B batch, L length, D units, H heads, d = D / H depth, R max_relative_pos
 
 from __future__ import annotations
 
+from typing import Any
+
 import keras
 import numpy as np
 import tensorflow as tf
@@ -195,28 +197,17 @@ class TransformerEncoder(keras.layers.Layer):
         filter_units: int | None = None,
         reg_lambda: float = 0.0,
         dropout_rate: float = 0.1,
-        attention_dropout_rate: float = 0.0,
         density: float = 0.2,
-        unidirectional: bool = False,
-        use_key_relative_position: bool = False,
-        use_value_relative_position: bool = False,
-        max_relative_position: int | None = 5,
-        heads_share_relative_embedding: bool = False,
-        **kwargs,
+        name: str | None = None,
+        **attention_kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        """``attention_kwargs``: :class:`MultiHeadAttention`'s options (dropout, direction,
+        relative positions), passed on to every block's attention."""
+        super().__init__(name=name)
         self.units = units
-        self.unidirectional = unidirectional
+        self.unidirectional = bool(attention_kwargs.get("unidirectional", False))
         self.embedding = RandomlyConnectedDense(units, density, reg_lambda=reg_lambda, name="embedding")
         self.embedding_dropout = Dropout(dropout_rate)
-        attention_kwargs = dict(
-            attention_dropout_rate=attention_dropout_rate,
-            unidirectional=unidirectional,
-            use_key_relative_position=use_key_relative_position,
-            use_value_relative_position=use_value_relative_position,
-            max_relative_position=max_relative_position,
-            heads_share_relative_embedding=heads_share_relative_embedding,
-        )
         self.blocks = [
             TransformerEncoderLayer(
                 units,

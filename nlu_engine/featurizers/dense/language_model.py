@@ -67,6 +67,7 @@ from nlu_engine.featurizers.dense.bert import (
     weights_checksum,
 )
 from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.paths import shallowest_folder
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -112,14 +113,8 @@ def _package_dir(name: str) -> Path | None:
 
 
 def _model_folder(root: Path) -> Path | None:
-    """``root`` or the shallowest folder below it with a config, safetensors weights and vocab."""
-    if model_files_present(root):
-        return root
-    found = sorted(
-        (p.parent for p in root.rglob(CONFIG_FILE) if model_files_present(p.parent)),
-        key=lambda p: (len(p.parts), str(p)),
-    )
-    return found[0] if found else None
+    """``root`` or the shallowest folder just below it with a config, safetensors weights and vocab."""
+    return shallowest_folder(root, model_files_present)
 
 
 def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> Path:
@@ -216,6 +211,8 @@ def load_model(folder: Path, precision: str = "float32") -> LoadedModel:
 # --- the component ----------------------------------------------------------------------------------
 class LanguageModelFeaturizer(DenseFeaturizer):
     """BERT-family token and sentence vectors, frozen or fine-tuned (see the module doc)."""
+
+    learns_from_data = False  # frozen: fine-tuning keeps it as it is
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DenseFeaturizer.Config):

@@ -71,6 +71,7 @@ class SpacyFeaturizer(DenseFeaturizer):
     """spaCy word vectors per token and their pooled sentence vector (see the module doc)."""
 
     requires = (SPACY_DOC, TOKENS)
+    learns_from_data = False
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DenseFeaturizer.Config):

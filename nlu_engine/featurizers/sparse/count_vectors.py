@@ -42,7 +42,14 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer, param
+from nlu_engine.component import (
+    SPARSE_FEATURES,
+    CannotResume,
+    Component,
+    Featurizer,
+    FinetuneOptions,
+    param,
+)
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES, Features, Message, Token
 from nlu_engine.training_data.training_data import TrainingData
@@ -318,6 +325,47 @@ class CountVectorsFeaturizer(Featurizer):
                 self.config.max_df,
             )
         return kept
+
+    def finetune(
+        self, data: TrainingData, previous: Component, options: FinetuneOptions
+    ) -> None:
+        """Grow the stored vocabularies by what ``data`` adds: the n-grams this data keeps (the
+        same rules as ``train``) that a vocabulary lacks are appended, alphabetically, so every
+        stored feature column keeps its id. N-grams no longer in the data keep their columns.
+        With ``max_features`` a vocabulary grows only up to that size."""
+        stored = getattr(previous, "vocabularies_", None)
+        if not isinstance(previous, CountVectorsFeaturizer) or stored is None:
+            raise CannotResume("no stored vocabulary")
+        self.train(data)  # what this data alone keeps
+        fitted = self.vocabularies_
+        attributes = sorted({*stored, *fitted})
+        if self.config.use_shared_vocab:
+            shared = self._grown(next(iter(stored.values()), {}), next(iter(fitted.values()), {}))
+            grown = dict.fromkeys(attributes, shared)
+        else:
+            grown = {a: self._grown(stored.get(a, {}), fitted.get(a, {})) for a in attributes}
+        self.vocabularies_ = {a: v for a, v in grown.items() if v}
+        self._prepare()
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The examples only: it learns nothing from the synonym, regex or lookup sections."""
+        return data.fingerprint(sections=False)
+
+    def _grown(self, stored: dict[str, int], fitted: dict[str, int]) -> dict[str, int]:
+        """``stored`` with the n-grams of ``fitted`` it lacks appended (ids unchanged)."""
+        vocabulary = dict(stored)
+        new = sorted(gram for gram in fitted if gram not in vocabulary)
+        limit = self.config.max_features
+        room = len(new) if limit is None else max(0, limit - len(vocabulary))
+        for gram in new[:room]:
+            vocabulary[gram] = len(vocabulary)
+        if len(new) > room:
+            logger.warning(
+                "%s: the vocabulary is full (max_features=%s): %d new n-grams of the data are "
+                "left out; train from scratch to choose the vocabulary again",
+                self.component_name(), limit, len(new) - room,
+            )
+        return vocabulary
 
     def _warn_if_oov_missing(self, documents: dict[str, list[list[str]]]) -> None:
         if not any(self._oov in doc for docs in documents.values() for doc in docs):

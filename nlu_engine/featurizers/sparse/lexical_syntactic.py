@@ -24,7 +24,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Featurizer, param
+from nlu_engine.component import (
+    SPARSE_FEATURES,
+    CannotResume,
+    Component,
+    Featurizer,
+    FinetuneOptions,
+    param,
+)
 from nlu_engine.errors import ConfigError, closest
 from nlu_engine.message import TEXT, Features, Message, Token
 from nlu_engine.training_data.training_data import TrainingData
@@ -138,6 +145,28 @@ class LexicalSyntacticFeaturizer(Featurizer):
             offset += len(values)
         self.feature_to_idx_ = index
         self.n_features_ = offset
+
+    def finetune(
+        self, data: TrainingData, previous: Component, options: FinetuneOptions
+    ) -> None:
+        """The stored feature values keep their columns; the data's new ones are appended."""
+        stored = getattr(previous, "feature_to_idx_", None)
+        if not isinstance(previous, LexicalSyntacticFeaturizer) or stored is None:
+            raise CannotResume("no stored feature values")
+        self.train(data)
+        fitted = self.feature_to_idx_
+        index: FeatureIndex = {key: dict(values) for key, values in stored.items()}
+        size = previous.n_features_
+        for key in sorted(fitted):
+            values = index.setdefault(key, {})
+            for value in sorted(v for v in fitted[key] if v not in values):
+                values[value] = size
+                size += 1
+        self.feature_to_idx_, self.n_features_ = index, size
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The examples only: it learns nothing from the synonym, regex or lookup sections."""
+        return data.fingerprint(sections=False)
 
     # --- featurization ------------------------------------------------------------------------
     def process(self, messages: list[Message]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import SPARSE_FEATURES, Component, Featurizer
+from nlu_engine.component import SPARSE_FEATURES, CannotResume, Component, Featurizer, FinetuneOptions
 from nlu_engine.errors import DataError
 from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.training_data.training_data import TrainingData
@@ -108,6 +108,25 @@ class RegexFeaturizer(Featurizer):
         )
         self._compiled = compile_patterns(patterns, self.config.case_sensitive)
         self.patterns_ = patterns
+
+    def data_fingerprint(self, data: TrainingData) -> str:
+        """The regex and lookup sections: its patterns come from them alone."""
+        return TrainingData(regex_features=data.regex_features,
+                            lookup_tables=data.lookup_tables).fingerprint()
+
+    def finetune(
+        self, data: TrainingData, previous: Component, options: FinetuneOptions
+    ) -> None:
+        """The stored patterns, then the data's new ones: each stored pattern keeps its feature
+        column (one no longer in the data too, until a training from scratch)."""
+        stored = getattr(previous, "patterns_", None)
+        if not isinstance(previous, RegexFeaturizer) or stored is None:
+            raise CannotResume("no stored patterns")
+        self.train(data)
+        known = {(p["name"], p["pattern"]) for p in stored}
+        added = [p for p in self.patterns_ if (p["name"], p["pattern"]) not in known]
+        self.patterns_ = [*stored, *added]
+        self._compiled = compile_patterns(self.patterns_, self.config.case_sensitive)
 
     def process(self, messages: list[Message]) -> None:
         if not hasattr(self, "patterns_"):

@@ -8,7 +8,6 @@ import tensorflow as tf
 
 from nlu_engine.classifiers.diet.losses import (
     DotProductLoss,
-    confidences_from_similarities,
     similarity,
 )
 
@@ -32,17 +31,6 @@ def test_similarity_kinds() -> None:
     np.testing.assert_allclose(sims, INPUTS @ ALL_LABELS.T)
     with pytest.raises(ValueError):
         similarity(a, b, "dot")
-
-
-def test_confidences() -> None:
-    sims = np.array([[1.0, 2.0, -1.0]], np.float32)
-    conf = confidences_from_similarities(sims).numpy()
-    np.testing.assert_allclose(conf, np.exp(sims) / np.exp(sims).sum(), rtol=1e-6)
-    np.testing.assert_allclose(
-        confidences_from_similarities(sims, "linear_norm").numpy(), [[1 / 3, 2 / 3, 0.0]]
-    )
-    with pytest.raises(ValueError):
-        confidences_from_similarities(sims, "cosine")
 
 
 def test_hand_computed_cross_entropy() -> None:

@@ -33,11 +33,14 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
 
 from nlu_engine.errors import ConfigError, closest
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
 
 TOKENS = "tokens"
 SPARSE_FEATURES = "sparse_features"
@@ -269,6 +272,51 @@ def describe(hint: Any) -> str:
     )
 
 
+@dataclass(frozen=True)
+class EncoderOptimization:
+    """How a fine-tuned encoder's weights are trained: ``learning_rate`` after a linear warm-up
+    over ``warmup_fraction`` of the steps, then a linear decay to 0; each layer further down
+    trains at ``layerwise_decay`` times the rate of the layer above it."""
+
+    learning_rate: float
+    layerwise_decay: float = 1.0
+    warmup_fraction: float = 0.1
+
+
+class TrainableEncoder(Protocol):
+    """An encoder a featurizer offers to be fine-tuned inside a later component's network.
+
+    The featurizer still writes its frozen features on the training messages, so the component
+    that fine-tunes it (DIET) knows their origin and width; that component replaces those
+    columns in its own graph with the output of ``build()``'s layer, and at the end of training
+    hands the tuned weights back through ``adopt``. From then on the featurizer's own
+    (NumPy) forward pass writes the tuned features.
+    """
+
+    def origin(self) -> str:
+        """The ``Features.origin`` of the features the encoder computes."""
+        ...
+
+    def encode_inputs(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
+        """Per message, the layer's inputs: arrays whose first axis is the message's own
+        length (e.g. sub-tokens); the consumer pads them to a batch with zeros."""
+        ...
+
+    def build(self) -> Any:
+        """A Keras layer holding the trainable weights: ``layer(inputs, num_words, training)``
+        -> (sequence [B, T, H], sentence [B, H]); ``layer.variable_groups()`` (top first) and
+        ``layer.tuned_weights()`` (name -> array, what ``adopt`` takes)."""
+        ...
+
+    def optimization(self) -> EncoderOptimization:
+        """The encoder's own learning-rate settings."""
+        ...
+
+    def adopt(self, weights: dict[str, np.ndarray]) -> None:
+        """Take the tuned weights: the featurizer computes its features with them from now on."""
+        ...
+
+
 class Component:
     """Base of every pipeline component."""
 
@@ -324,6 +372,24 @@ class Component:
     def get_config(self) -> dict[str, Any]:
         """The hyperparameters this instance was built with, every one by name."""
         return self.config.as_dict()
+
+    def trainable_encoder(self) -> TrainableEncoder | None:
+        """The encoder this component offers to be fine-tuned by a later one, or None.
+
+        The pipeline calls it when it is built, so it may check the encoder's files and raise a
+        ConfigError before anything trains."""
+        return None
+
+    def reads_features_from(self, origin: str) -> bool:
+        """Whether this component reads the features a featurizer writes under ``origin``."""
+        return any(need in (FEATURES, SPARSE_FEATURES, DENSE_FEATURES) for need in self.requires)
+
+    def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
+        """Take ``encoder`` to fine-tune while training; False when this component cannot.
+
+        The pipeline offers it, when it is built, to the one later component that reads the
+        encoder's features."""
+        return False
 
     def train(self, data: TrainingData) -> None:
         """Learn state from the training data."""

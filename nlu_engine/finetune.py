@@ -131,6 +131,8 @@ def finetune_pipeline(
         stored = [""] * len(current)
     changed = [new != old and component.learns_from_data
                for new, old, component in zip(current, stored, pipeline.components, strict=True)]
+    if pipeline.tunes_encoders and any(changed):
+        return _train_afresh(pipeline, current, data, log)
     # the training data is annotated only as far as a component still has to learn from it
     last = max((i for i, change in enumerate(changed) if change), default=-1)
     work = fresh_copies(data) if last >= 0 else data
@@ -158,6 +160,27 @@ def finetune_pipeline(
             took = "" if outcome.decision == REUSED else f" in {outcome.seconds:.1f} s"
             log(f"[{i + 1}/{total}] {name} {outcome.decision}{took}")
     return Pipeline(config, components), current, outcomes
+
+
+def _train_afresh(
+    pipeline: Pipeline, current: list[str], data: TrainingData, log: Callable[[str], None] | None
+) -> tuple[Pipeline, list[str], list[Outcome]]:
+    """A pipeline that fine-tunes a language model inside a classifier, trained from scratch: the
+    encoder and the classifier learn together, so one cannot resume without the other."""
+    reason = "the pipeline fine-tunes a language model inside a classifier, and the two train together"
+    if log:
+        log(f"notice: every component is trained from scratch: {reason}")
+    work, outcomes = fresh_copies(data), []
+    total = len(pipeline.components)
+    for i, (step, component) in enumerate(zip(pipeline.config.steps, pipeline.components, strict=True)):
+        start = time.perf_counter()
+        component.train(work)
+        if component.processes_training_data:
+            component.process(work.messages)
+        outcomes.append(Outcome(step.name, RETRAINED, seconds=time.perf_counter() - start, reason=reason))
+        if log:
+            log(f"[{i + 1}/{total}] {step.name} {RETRAINED} in {outcomes[-1].seconds:.1f} s")
+    return pipeline, current, outcomes
 
 
 def _resume_or_train(

@@ -10,7 +10,7 @@ from typing import Any
 
 from nlu_engine.component import Component
 from nlu_engine.config import PipelineConfig
-from nlu_engine.errors import DataError
+from nlu_engine.errors import ConfigError, DataError
 from nlu_engine.message import Message
 from nlu_engine.training_data.training_data import TrainingData
 
@@ -41,9 +41,14 @@ def _fresh_copy(message: Message) -> Message:
 class Pipeline:
     """The trained (or untrained) components of one config, in order."""
 
-    def __init__(self, config: PipelineConfig, components: list[Component]) -> None:
+    def __init__(
+        self, config: PipelineConfig, components: list[Component], tunes_encoders: bool = False
+    ) -> None:
         self.config = config
         self.components = components
+        #: a component fine-tunes another's encoder (``connect_trainable_encoders``): the two
+        #: train together, so neither can be reused or resumed without the other
+        self.tunes_encoders = tunes_encoders
 
     @classmethod
     def build(cls, config: PipelineConfig) -> Pipeline:
@@ -53,7 +58,8 @@ class Pipeline:
             component.index = index
             component.language = config.language
             components.append(component)
-        return cls(config, components)
+        tuned = connect_trainable_encoders(components, config.source)
+        return cls(config, components, tunes_encoders=tuned > 0)
 
     def train(self, data: TrainingData, log: Callable[[str], None] | None = _stderr) -> None:
         """Train each component in order; tokenizers and featurizers then annotate the data."""
@@ -78,3 +84,45 @@ class Pipeline:
     def parse_batch(self, texts: list[str]) -> list[dict[str, Any]]:
         messages = self.process([Message(text=text) for text in texts])
         return [m.as_parse_result() for m in messages]
+
+
+def connect_trainable_encoders(components: list[Component], where: str) -> int:
+    """Hand each encoder a featurizer offers for fine-tuning to the later component that reads
+    its features, which must be exactly one that can fine-tune it; returns how many.
+
+    A second reader would learn from the features before fine-tuning and meet the tuned ones
+    when parsing, so it is refused, as is an encoder nothing fine-tunes.
+    """
+    connected = 0
+    for i, component in enumerate(components):
+        name = f"{component.component_name()} (step {i + 1})"
+        try:
+            encoder = component.trainable_encoder()
+        except ConfigError as error:  # e.g. weights missing or not fitting: before anything trains
+            text = str(error).removeprefix(f"{component.component_name()}: ")
+            raise ConfigError(f"{where}: {name}: {text}") from None
+        if encoder is None:
+            continue
+        origin = encoder.origin()
+        readers = [(j, c) for j, c in enumerate(components) if j > i and c.reads_features_from(origin)]
+        if not readers:
+            raise ConfigError(
+                f"{where}: {name} is trainable but no later component reads its features; add "
+                "DIETClassifier after it or set trainable: false"
+            )
+        if len(readers) > 1:
+            others = ", ".join(f"{c.component_name()} (step {j + 1})" for j, c in readers)
+            raise ConfigError(
+                f"{where}: {name} is trainable, so one component may read its features, but "
+                f"{others} do: the others would parse with other features than they trained on; "
+                f"leave '{origin}' out of their `featurizers:` lists or set trainable: false"
+            )
+        j, reader = readers[0]
+        if not reader.accept_trainable_encoder(encoder):
+            raise ConfigError(
+                f"{where}: {name} is trainable, but {reader.component_name()} (step {j + 1}), "
+                "which reads its features, cannot fine-tune it; use DIETClassifier there or set "
+                "trainable: false"
+            )
+        connected += 1
+    return connected

@@ -19,7 +19,8 @@ is covered without writing anything here. For each component it
 
 A component that needs an optional package which is not installed is skipped with the reason.
 To make a new component fast here, add tiny parameters to ``TINY_PARAMS``; to give it unusual
-prerequisites, add them to ``PREREQUISITES``.
+prerequisites, add them to ``PREREQUISITES``. A mode the tiny parameters do not reach (a
+trainable LanguageModelFeaturizer, fine-tuned by DIET) runs through the same checks (``MODES``).
 """
 
 from __future__ import annotations
@@ -101,6 +102,22 @@ PREREQUISITES: dict[str, list[dict[str, Any]]] = {}
 
 #: per-component fixtures that stand in for an outside service (tests/conftest.py)
 SERVICES: dict[str, str] = {"DucklingEntityExtractor": "duckling_url_env"}
+
+
+def _trainable_language_model(tmp_path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """LanguageModelFeaturizer fine-tuned by DIET, on a tiny random BERT written for the test."""
+    from tests.featurizers.tiny_bert import tiny_bert
+
+    params = {"model_weights": str(tiny_bert(tmp_path / "tiny-bert")), "trainable": True,
+              "trainable_layers": 1}
+    steps = [{"name": "WhitespaceTokenizer"}, {"name": "LanguageModelFeaturizer", **params},
+             {"name": "CountVectorsFeaturizer"}, {"name": "DIETClassifier", **TINY_PARAMS["DIETClassifier"]}]
+    return params, steps
+
+
+#: a component in a mode its tiny defaults do not reach: test id -> (component name, a function of
+#: a scratch folder giving its parameters and the pipeline around it, in which it is step 2)
+MODES = {"LanguageModelFeaturizer[trainable]": ("LanguageModelFeaturizer", _trainable_language_model)}
 
 #: importable modules a component needs (checked before anything runs)
 NEEDS: dict[str, list[str]] = {
@@ -313,7 +330,7 @@ def check_archive_files(archive: Path, tmp_path: Path, folder_suffix: str) -> No
 
 
 # --- the contract test --------------------------------------------------------------------------
-@pytest.mark.parametrize("name", sorted(COMPONENTS))
+@pytest.mark.parametrize("name", [*sorted(COMPONENTS), *MODES])
 def test_component_contract(
     name: str,
     tmp_path: Path,
@@ -323,17 +340,18 @@ def test_component_contract(
     construction_imports: dict[str, dict[str, Any]],
     request: pytest.FixtureRequest,
 ) -> None:
+    name, mode = MODES.get(name, (name, None))
     _skip_if_unavailable([name])
     if name in SERVICES:
         request.getfixturevalue(SERVICES[name])
     with _optional_dependencies(name):
         cls = component_class(name)
-        steps = pipeline_steps(name)
+        params, steps = mode(tmp_path) if mode else (tiny_params(name), pipeline_steps(name))
         _skip_if_unavailable([s["name"] for s in steps])
-        index = len(steps) - 1
+        index = 1 if mode else len(steps) - 1
 
         # __init__ only stores: arguments round-trip, no file access, nothing heavy imported
-        check_init_only_stores(name, cls, tiny_params(name))
+        check_init_only_stores(name, cls, params)
         imports = construction_imports[name]
         if "missing" in imports:
             pytest.skip(f"{name} needs the optional package '{imports['missing']}'")
@@ -362,7 +380,7 @@ def test_component_contract(
         assert type(trained) is cls
 
         # learned attributes end in "_"
-        fresh = set(vars(cls(**tiny_params(name))))
+        fresh = set(vars(cls(**params)))
         learned = {k for k in vars(trained) if not k.startswith("_")} - fresh - {"index", "language"}
         bad = sorted(k for k in learned if not k.endswith("_"))
         assert not bad, f"{name}.train sets attributes not ending in '_': {bad}"

@@ -269,3 +269,38 @@ def test_removing_an_intent_means_it_is_no_longer_predicted(tiny: TrainingData) 
 def test_finetune_options_are_checked(field: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=field.replace("_", "-")):
         FinetuneOptions(**{field: value})
+
+
+# --- a language model fine-tuned inside DIET -----------------------------------------------------
+def tuned_steps(bert_dir: Path) -> list[dict[str, Any]]:
+    return [
+        {"name": "WhitespaceTokenizer"},
+        {"name": "LanguageModelFeaturizer", "model_weights": str(bert_dir), "trainable": True},
+        {"name": "CountVectorsFeaturizer"},
+        {"name": "DIETClassifier", "epochs": 2, "hidden_layers_sizes": {"text": [8]},
+         "transformer_size": 8, "number_of_transformer_layers": 1, "embedding_dimension": 8},
+    ]
+
+
+def test_a_language_model_tuned_inside_diet_trains_again_with_it(tiny: TrainingData, tmp_path: Path) -> None:
+    """The encoder and DIET learn together: new data trains both from scratch (never a tuned
+    encoder under a fresh DIET, nor the other way round); no data change reuses both."""
+    from tests.featurizers.tiny_bert import tiny_bert
+
+    steps = tuned_steps(tiny_bert(tmp_path / "tiny-bert"))
+    previous, stored = trained(without_intent(tiny, "check_order"), steps)
+    lines: list[str] = []
+    pipeline, _, outcomes = finetune_pipeline(previous, stored, config(steps), tiny, FinetuneOptions(),
+                                              lines.append)
+    assert decisions(outcomes) == [RETRAINED] * len(steps)
+    assert lines[0].startswith("notice: every component is trained from scratch: the pipeline "
+                               "fine-tunes a language model")
+    featurizer, diet = pipeline.components[1], pipeline.components[3]
+    assert diet._encoders == [featurizer]  # the featurizer that parses is the one DIET tuned
+    assert featurizer is not previous.components[1]
+    assert pipeline.parse_batch(["track order 31415"])[0]["intent"]["name"] in set(tiny.intents)
+
+    stored = fingerprints(config(steps), pipeline.components, tiny)
+    again, _, outcomes = finetune_pipeline(pipeline, stored, config(steps), tiny, FinetuneOptions())
+    assert decisions(outcomes) == [REUSED] * len(steps)
+    assert all(new is old for new, old in zip(again.components, pipeline.components, strict=True))

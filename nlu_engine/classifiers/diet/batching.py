@@ -8,7 +8,7 @@ vocabulary-sized matrix. Examples are grouped by length so little of a batch is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse
@@ -20,7 +20,8 @@ class EncodedData:
 
     ``seq`` holds one CSR row per token of every example, in order; ``offsets[i]`` is the first
     row of example ``i`` and ``lengths[i]`` its number of tokens. ``sent`` holds one CSR row
-    per example. Dense features are optional float32 arrays aligned the same way.
+    per example. Dense features are optional float32 arrays aligned the same way. ``ragged``
+    holds inputs of other lengths (a fine-tuned encoder's sub-tokens): one array per example.
     """
 
     lengths: np.ndarray  # [N] int32 tokens per example
@@ -31,6 +32,7 @@ class EncodedData:
     dense_sent: np.ndarray | None  # [N, D_sent]
     label_ids: np.ndarray  # [N] int32 (-1 when unknown)
     tags: dict[str, np.ndarray]  # name -> [sum(lengths)] int32 tag ids per token
+    ragged: dict[str, list[np.ndarray]] = field(default_factory=dict)  # name -> [N] x [S_i, ...]
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -137,7 +139,20 @@ def make_batch(data: EncodedData, index: np.ndarray) -> dict[str, np.ndarray]:
         padded = np.zeros(batch_size * max_len, np.int32)
         padded[flat] = tags[token_rows]
         batch[f"tags_{name}"] = padded.reshape(batch_size, max_len)  # [B, T]
+    for name, arrays in data.ragged.items():
+        batch[name] = pad_ragged([arrays[i] for i in index])  # [B, S, ...]
     return batch
+
+
+def pad_ragged(arrays: list[np.ndarray]) -> np.ndarray:
+    """[B, S, ...]: the arrays side by side, each zero-padded along its first axis to the
+    longest (S at least 1)."""
+    width = max(max((len(a) for a in arrays), default=0), 1)
+    first = arrays[0]
+    out = np.zeros((len(arrays), width, *first.shape[1:]), first.dtype)
+    for i, array in enumerate(arrays):
+        out[i, : len(array)] = array
+    return out
 
 
 def batch_size_for_epoch(batch_size: int | list[int], epoch: int, epochs: int) -> int:

@@ -12,7 +12,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -27,6 +27,7 @@ from nlu_engine.component import (
     EntityExtractor,
     FinetuneOptions,
     IntentClassifier,
+    TrainableEncoder,
     param,
 )
 from nlu_engine.errors import ConfigError
@@ -35,6 +36,9 @@ from nlu_engine.message import TEXT, Message
 from nlu_engine.npz import load_npz
 from nlu_engine.training_data import bilou
 from nlu_engine.training_data.training_data import TrainingData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.classifiers.diet.encoders import EncoderSlot
 
 PREDICT_BATCH = 64
 WEIGHTS_FILE = "weights.npz"
@@ -155,6 +159,15 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def labels_in(self, data: TrainingData, examples: list[Message]) -> list[str]:
         return sorted({label for m in examples if (label := self.label_of(m))})
 
+    # --- fine-tuned encoders (the pipeline hands them over when it is built) ---------------
+    def reads_features_from(self, origin: str) -> bool:
+        return not self.config.featurizers or origin in self.config.featurizers
+
+    def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
+        """Fine-tune ``encoder`` with the network: its features are computed in the graph."""
+        self._encoders = [*getattr(self, "_encoders", []), encoder]
+        return True
+
     def data_fingerprint(self, data: TrainingData) -> str:
         """The examples only: the synonym, regex and lookup sections reach DIET through the
         components before it."""
@@ -178,23 +191,28 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     def _features(self, message: Message, kind: str, sparse: bool):
         return message.features_for(TEXT, kind, sparse, self.config.featurizers or None)  # type: ignore[arg-type]
 
-    def _encode(self, messages: list[Message], with_targets: bool):
+    def _encode(self, messages: list[Message], with_targets: bool, slots: list[EncoderSlot] | None = None):
+        """The messages as arrays; the dense columns of fine-tuned encoders (``slots``) left out,
+        since the network computes them."""
         from nlu_engine.classifiers.diet.batching import EncodedData, stack_blocks
+        from nlu_engine.classifiers.diet.encoders import dense_features, input_widths
 
         lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         origins = self.config.featurizers or None
         seq_blocks = [m.sparse_blocks(TEXT, "sequence", origins) for m in messages]
         sent_blocks = [m.sparse_blocks(TEXT, "sentence", origins) for m in messages]
+        without = {slot.encoder.origin() for slot in slots or []}
+        seq_dim, sent_dim = input_widths(self.dense_seq_dim_, self.dense_sent_dim_, slots or [])
         dense_seq, dense_sent = [], []
         for message, n in zip(messages, lengths, strict=True):
-            if self.dense_seq_dim_:
-                d = self._features(message, "sequence", False)
+            if seq_dim:
+                d = dense_features(message, "sequence", origins, without)
                 dense_seq.append(d if d is not None and d.shape[0] == n else
-                                 np.zeros((n, self.dense_seq_dim_), np.float32))
-            if self.dense_sent_dim_:
-                d = self._features(message, "sentence", False)
-                dense_sent.append(d if d is not None else np.zeros((1, self.dense_sent_dim_), np.float32))
+                                 np.zeros((n, seq_dim), np.float32))
+            if sent_dim:
+                d = dense_features(message, "sentence", origins, without)
+                dense_sent.append(d if d is not None else np.zeros((1, sent_dim), np.float32))
         tags: dict[str, np.ndarray] = {}
         label_ids = np.full(len(messages), -1, np.int32)
         if with_targets:
@@ -302,6 +320,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         started again at ``options.learning_rate_fraction`` of ``learning_rate``."""
         if type(previous) is not type(self) or not getattr(previous, "weights_", None):
             raise CannotResume("no stored network")
+        if getattr(self, "_encoders", None):
+            raise CannotResume("it fine-tunes a language model, which trains again with it")
         self._fit(data, previous, options)
 
     def _fit(self, data: TrainingData, previous: DIETClassifier | None = None,
@@ -318,19 +338,25 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         import_tensorflow()  # before anything imports it: the package's TensorFlow settings
+        from nlu_engine.classifiers.diet.encoders import encoder_slots, ragged_inputs
         from nlu_engine.classifiers.diet.training import fit
 
         self._seed()
         label_features = self._label_features(examples)
+        slots = encoder_slots(getattr(self, "_encoders", []), examples[0], self.config.featurizers or None)
         resume = None
         if previous is not None:
             from nlu_engine.classifiers.diet.resume import plan
 
             resume = plan(previous, self, examples, options or FinetuneOptions())
-        encoded = self._encode(examples, with_targets=True)
-        network, self.history_ = fit(self, params, encoded, label_features, resume=resume)
+        encoded = self._encode(examples, with_targets=True, slots=slots)
+        encoded.ragged = ragged_inputs(slots, examples)
+        network, self.history_ = fit(self, params, encoded, label_features, resume=resume,
+                                     encoders=slots)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
+        for slot in network.encoder_slots:  # the featurizer computes the tuned features from now on
+            slot.encoder.adopt(slot.layer.tuned_weights())
         exported = network.export_weights()
         del network
         gc.collect()

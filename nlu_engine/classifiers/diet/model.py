@@ -2,6 +2,7 @@
 
     sparse token / sentence features ──► embedding bag (gather + segment sum) ──► dropout
     dense token / sentence features  ──► concatenated
+    (a fine-tuned encoder's columns of them computed here from its inputs: ``encoders.py``)
     (token and sentence widths differ ─► Ffnn(concat_dimension) each)
     sentence vector written after the last token  ──► [B, T+1, D]
     Ffnn(hidden_layers_sizes.text) ──► transformer (relative attention) ──► gelu ──► h [B, T+1, U]
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.crf import CRF
+from nlu_engine.classifiers.diet.encoders import EncoderSlot
 from nlu_engine.classifiers.diet.layers import Dropout, Embed, Ffnn, RandomlyConnectedDense, gelu
 from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
 from nlu_engine.classifiers.diet.transformer import TransformerEncoder
@@ -98,9 +100,14 @@ class SparseEmbeddingBag(keras.layers.Layer):
 
 
 class DIETNetwork(keras.Model):
-    def __init__(self, spec: NetworkSpec, p: dict[str, Any]) -> None:
+    def __init__(
+        self, spec: NetworkSpec, p: dict[str, Any], encoders: list[EncoderSlot] | None = None
+    ) -> None:
         super().__init__(name="diet")
         self.spec, self.p = spec, p
+        # fine-tuned encoders: their layers are tracked (trained, saved by early stopping)
+        self.encoder_slots = list(encoders or [])
+        self.encoder_layers = [slot.layer for slot in self.encoder_slots]
         # the order of the parts is the order their weights are created in (seeded runs)
         seq_width, concat_dim = self._build_text_input()
         self._build_transformer()
@@ -221,12 +228,28 @@ class DIETNetwork(keras.Model):
         return hidden[-1] if hidden else width
 
     # ------------------------------------------------------------------------------------------
+    def dense_features(self, batch: dict[str, tf.Tensor], training: bool):
+        """Dense token [B, T, Dd] and sentence [B, Dd'] features (None when absent): the
+        columns of each fine-tuned encoder, which a batch leaves out, computed by its layer and
+        put in their place (slots in column order)."""
+        seq, sent = batch.get("dense_seq"), batch.get("dense_sent")
+        shape = batch["shape"]
+        for slot, layer in sorted(zip(self.encoder_slots, self.encoder_layers, strict=True),
+                                  key=lambda pair: pair[0].seq_columns):
+            inputs = {k[len(slot.prefix):]: v for k, v in batch.items() if k.startswith(slot.prefix)}
+            tokens, sentence = layer(inputs, shape[1], training=training)  # [B, T, H], [B, H]
+            seq = _insert(seq, tokens, slot.seq_columns[0], [shape[0], shape[1], 0])
+            if slot.sent_columns is not None:
+                sent = _insert(sent, sentence, slot.sent_columns[0], [shape[0], 0])
+        return seq, sent
+
     def encode_text(self, batch: dict[str, tf.Tensor], training: bool):
         """Combined input features x [B, T+1, D] and transformer outputs h [B, T+1, U]."""
         shape = batch["shape"]
         batch_size, max_len = shape[0], shape[1]
         lengths = batch["lengths"]  # [B]
         token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
+        dense_seq, dense_sent = self.dense_features(batch, training)
         parts_seq, parts_sent = [], []
         if self.spec.seq_vocab:
             seq = self.seq_bag(
@@ -236,7 +259,7 @@ class DIETNetwork(keras.Model):
             seq = self.bag_output_drop(seq, training=training)  # [B*T, Dt]
             parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
         if self.spec.dense_seq_dim:
-            parts_seq.append(self.dense_input_drop(batch["dense_seq"], training=training))
+            parts_seq.append(self.dense_input_drop(dense_seq, training=training))
         if self.spec.sent_vocab:
             sent = self.sent_bag(
                 batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
@@ -244,7 +267,7 @@ class DIETNetwork(keras.Model):
             )  # [B, Dt]
             parts_sent.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
         if self.spec.dense_sent_dim:
-            parts_sent.append(self.dense_input_drop(batch["dense_sent"], training=training))
+            parts_sent.append(self.dense_input_drop(dense_sent, training=training))
         x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]
         if self.unify:
             x_seq = self.seq_unify(x_seq, training=training)  # [B, T, C]
@@ -486,6 +509,14 @@ def all_labels_as_negatives(
     if setting == "auto":
         return num_labels > num_negatives
     return bool(setting)
+
+
+def _insert(features, part, start: int, empty_shape):
+    """``part`` [..., W] put into ``features`` [..., D] (None: no columns, ``empty_shape``) at
+    column ``start`` -> [..., D + W]."""
+    if features is None:
+        features = tf.zeros(empty_shape, part.dtype)
+    return tf.concat([features[..., :start], part, features[..., start:]], axis=-1)
 
 
 def _per_attribute(value: Any) -> dict[str, Any]:

@@ -12,7 +12,9 @@ here once per step rather than differentiated on the tape for every micro-batch 
 materialise several table-sized gradients at once), then a fused dense Adam step, which is no
 slower per epoch than the lazy one.
 
-``linear_decay`` is the default learning-rate schedule (``learning_rate_schedule``).
+``linear_decay`` is the default learning-rate schedule (``learning_rate_schedule``). A
+fine-tuned encoder's weights train with their own rates (``warmup_linear_decay``, one per layer
+for layer-wise decay): ``grouped`` gives each group of variables its own LazyAdam.
 """
 
 from __future__ import annotations
@@ -32,6 +34,21 @@ def linear_decay(start: float, total_steps: int) -> Callable[[tf.Tensor], tf.Ten
     def learning_rate(step: tf.Tensor) -> tf.Tensor:
         progress = tf.minimum(tf.cast(step, tf.float32) / total, 1.0)
         return start * (1.0 - 0.9 * progress)
+
+    return learning_rate
+
+
+def warmup_linear_decay(peak: float, warmup_steps: int, total_steps: int) -> Callable[[tf.Tensor], tf.Tensor]:
+    """A learning rate rising linearly from 0 to ``peak`` over ``warmup_steps``, then falling
+    linearly to 0 at ``total_steps`` (BERT's fine-tuning schedule; a function of the step)."""
+    warmup, total = float(max(1, warmup_steps)), float(max(1, total_steps))
+
+    @tf.autograph.experimental.do_not_convert
+    def learning_rate(step: tf.Tensor) -> tf.Tensor:
+        step = tf.cast(step, tf.float32)
+        rising = step / warmup
+        falling = (total - step) / tf.maximum(total - warmup, 1.0)
+        return peak * tf.clip_by_value(tf.minimum(rising, falling), 0.0, 1.0)
 
     return learning_rate
 
@@ -111,3 +128,33 @@ class LazyAdam:
         m.scatter_update(tf.IndexedSlices(m_rows, rows))
         v.scatter_update(tf.IndexedSlices(v_rows, rows))
         var.scatter_sub(tf.IndexedSlices(update, rows))
+
+
+class GroupedAdam:
+    """One LazyAdam per group of variables, each with its own learning rate.
+
+    ``groups`` are (variables, learning rate) pairs; every other variable of ``variables``
+    trains at ``learning_rate`` (with the whole-table ``l2``). ``apply`` takes the gradients
+    aligned with ``variables``, as LazyAdam's does.
+    """
+
+    def __init__(
+        self,
+        variables: list,
+        learning_rate: float | Callable[[tf.Tensor], tf.Tensor],
+        groups: list[tuple[list, float | Callable[[tf.Tensor], tf.Tensor]]],
+        l2: list[tuple[Any, float]] | None = None,
+    ) -> None:
+        group_of = {id(v): g for g, (members, _) in enumerate(groups, 1) for v in members}
+        assigned = [group_of.get(id(v), 0) for v in variables]
+        rates = [learning_rate, *(rate for _, rate in groups)]
+        self.members = [[i for i, g in enumerate(assigned) if g == group] for group in range(len(rates))]
+        self.optimizers = [
+            LazyAdam([variables[i] for i in members], rates[group], l2=l2 if group == 0 else None)
+            for group, members in enumerate(self.members)
+        ]
+
+    def apply(self, gradients: list) -> None:
+        for optimizer, members in zip(self.optimizers, self.members, strict=True):
+            if members:
+                optimizer.apply([gradients[i] for i in members])

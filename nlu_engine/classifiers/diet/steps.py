@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from nlu_engine.classifiers.diet.batching import EncodedData, make_batch
 from nlu_engine.classifiers.diet.model import DIETNetwork
-from nlu_engine.classifiers.diet.optimizer import LazyAdam
+from nlu_engine.classifiers.diet.optimizer import GroupedAdam, LazyAdam
 
 
 def _add_gradients(a: Any, b: Any) -> Any:
@@ -39,7 +39,8 @@ class DIETTrainer:
     """Trains ``network`` on batches of ``data`` with LazyAdam (``loop.Trainer``).
 
     ``signature`` is a training batch's input signature (``training.input_signature``);
-    ``eager`` runs the steps uncompiled (``run_eagerly``).
+    ``eager`` runs the steps uncompiled (``run_eagerly``); ``groups`` are (variables, learning
+    rate) pairs that train at their own rates (a fine-tuned encoder's layers).
     """
 
     def __init__(
@@ -50,10 +51,14 @@ class DIETTrainer:
         signature: dict[str, tf.TensorSpec],
         micro_batch_size: int | None,
         eager: bool = False,
+        groups: list[tuple[list, Any]] | None = None,
     ) -> None:
         self.network, self.data, self.micro_batch_size = network, data, micro_batch_size
         self.variables = network.trainable_variables
-        self.optimizer = LazyAdam(self.variables, learning_rate, l2=network.table_l2())
+        self.optimizer: LazyAdam | GroupedAdam = (
+            GroupedAdam(self.variables, learning_rate, groups, l2=network.table_l2()) if groups
+            else LazyAdam(self.variables, learning_rate, l2=network.table_l2())
+        )
         self._step, self._part_gradients, self._apply = self._whole_step, self._gradients, self._apply_step
         self._table_penalty = network.table_penalty
         if not eager:

@@ -6,6 +6,9 @@ network and its trainer (``steps.DIETTrainer``: one compiled step per batch), an
 loop (``loop.train_epochs``) with DIET's callbacks (``callbacks.py``: tag F1 monitor, history,
 hold-out evaluation, TensorBoard, progress bar, early stopping) and the glibc allocator tuning
 (``allocator.py``). Extra callbacks plug in through ``fit(..., callbacks=[...])``.
+
+A fine-tuned encoder (``encoders.py``) joins the network with its pretrained weights, and its
+layers train with their own learning rates (``encoder_rates``).
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ from nlu_engine.classifiers.diet.callbacks import (
     TensorBoardLogger,
     require_tensorboard,
 )
+from nlu_engine.classifiers.diet.encoders import EncoderSlot, input_widths
 from nlu_engine.classifiers.diet.loop import Callback, train_epochs
 from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
-from nlu_engine.classifiers.diet.optimizer import linear_decay
+from nlu_engine.classifiers.diet.optimizer import linear_decay, warmup_linear_decay
 from nlu_engine.classifiers.diet.steps import DIETTrainer
 from nlu_engine.training_data.bilou import bilou_constraints, f1_score
 
@@ -47,9 +51,21 @@ if TYPE_CHECKING:  # pragma: no cover
 MONITORED_EXAMPLES = 512
 
 
-def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.TensorSpec]:
-    """The dynamic-shape signature of a batch (see ``batching.make_batch``)."""
+def ragged_signature(ragged: dict[str, list[np.ndarray]]) -> dict[str, tf.TensorSpec]:
+    """The signature of the per-example inputs ``EncodedData.ragged`` pads to [B, S, ...]."""
+    return {
+        name: tf.TensorSpec([None, None, *arrays[0].shape[1:]], tf.as_dtype(arrays[0].dtype))
+        for name, arrays in ragged.items()
+    }
+
+
+def input_signature(
+    component: DIETClassifier, with_tags: bool, encoders: Sequence[EncoderSlot] = ()
+) -> dict[str, tf.TensorSpec]:
+    """The dynamic-shape signature of a batch (see ``batching.make_batch``), without the
+    ragged inputs (``ragged_signature``); the dense features without the ``encoders``' columns."""
     i32, f32 = tf.int32, tf.float32
+    seq_dim, sent_dim = input_widths(component.dense_seq_dim_, component.dense_sent_dim_, list(encoders))
     spec = {
         "lengths": tf.TensorSpec([None], i32),
         "seq_ids": tf.TensorSpec([None], i32),
@@ -61,10 +77,10 @@ def input_signature(component: DIETClassifier, with_tags: bool) -> dict[str, tf.
         "shape": tf.TensorSpec([2], i32),
         "label_ids": tf.TensorSpec([None], i32),
     }
-    if component.dense_seq_dim_:
-        spec["dense_seq"] = tf.TensorSpec([None, None, component.dense_seq_dim_], f32)
-    if component.dense_sent_dim_:
-        spec["dense_sent"] = tf.TensorSpec([None, component.dense_sent_dim_], f32)
+    if seq_dim:
+        spec["dense_seq"] = tf.TensorSpec([None, None, seq_dim], f32)
+    if sent_dim:
+        spec["dense_sent"] = tf.TensorSpec([None, sent_dim], f32)
     if with_tags:
         for kind in component.tag_vocab_:
             spec[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
@@ -87,9 +103,15 @@ def resolve_epochs(epochs: int | None, batch_size: int | list[int], examples: in
 
 
 def build_network(
-    component: DIETClassifier, params: dict[str, Any], label_features: np.ndarray
+    component: DIETClassifier,
+    params: dict[str, Any],
+    label_features: np.ndarray,
+    encoders: Sequence[EncoderSlot] = (),
+    ragged: dict[str, tf.TensorSpec] | None = None,
 ) -> DIETNetwork:
-    """Construct the network and create every weight (one dummy prediction, no training)."""
+    """Construct the network and create every weight (one dummy prediction, no training).
+
+    ``encoders`` get their layers built here; ``ragged`` is the signature of their inputs."""
     spec = NetworkSpec(
         seq_vocab=component.seq_vocab_,
         sent_vocab=component.sent_vocab_,
@@ -103,7 +125,9 @@ def build_network(
             if component.config.BILOU_flag
         },
     )
-    network = DIETNetwork(spec, params)
+    for slot in encoders:
+        slot.layer = slot.encoder.build()
+    network = DIETNetwork(spec, params, list(encoders))
     dummy = {
         "lengths": np.ones(1, np.int32),
         "seq_ids": np.zeros(0, np.int32),
@@ -115,10 +139,13 @@ def build_network(
         "shape": np.array([1, 1], np.int32),
         "label_ids": np.zeros(1, np.int32),
     }
-    if spec.dense_seq_dim:
-        dummy["dense_seq"] = np.zeros((1, 1, spec.dense_seq_dim), np.float32)
-    if spec.dense_sent_dim:
-        dummy["dense_sent"] = np.zeros((1, spec.dense_sent_dim), np.float32)
+    seq_dim, sent_dim = input_widths(spec.dense_seq_dim, spec.dense_sent_dim, list(encoders))
+    if seq_dim:
+        dummy["dense_seq"] = np.zeros((1, 1, seq_dim), np.float32)
+    if sent_dim:
+        dummy["dense_sent"] = np.zeros((1, sent_dim), np.float32)
+    for name, input_spec in (ragged or {}).items():
+        dummy[name] = np.zeros([1, 1, *input_spec.shape[2:]], input_spec.dtype.as_numpy_dtype)
     network.predict_batch({k: tf.constant(v) for k, v in dummy.items()})
     if network.use_mlm:  # training-only layers, built so that weight lists always match
         embed_input = tf.zeros((1, int(network.mask_vector.shape[-1])))
@@ -127,8 +154,10 @@ def build_network(
     return network
 
 
-def compiled_predict(network: DIETNetwork, component: DIETClassifier):
-    signature = input_signature(component, with_tags=False)
+def compiled_predict(
+    network: DIETNetwork, component: DIETClassifier, ragged: dict[str, tf.TensorSpec] | None = None
+):
+    signature = {**input_signature(component, False, network.encoder_slots), **(ragged or {})}
     if component.config.run_eagerly:
         return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     function = tf.function(network.predict_batch, input_signature=[signature])
@@ -162,6 +191,7 @@ def _subset(data: EncodedData, index: np.ndarray) -> EncodedData:
         dense_sent=None if data.dense_sent is None else data.dense_sent[index],
         label_ids=data.label_ids[index],
         tags={k: v[rows] for k, v in data.tags.items()},
+        ragged={k: [v[i] for i in index] for k, v in data.ragged.items()},
     )
 
 
@@ -210,17 +240,35 @@ def epoch_batches(
     return batches
 
 
+def total_steps(component: DIETClassifier, examples: int, epochs: int) -> int:
+    """The optimizer steps of a training (one per batch of ``batch_size`` examples);
+    ``examples`` per epoch."""
+    return sum(
+        max(1, -(-examples // batch_size_for_epoch(component.config.batch_size, e, epochs)))
+        for e in range(epochs)
+    )
+
+
 def learning_rate(component: DIETClassifier, examples: int, epochs: int, scale: float = 1.0) -> Any:
     """``learning_rate`` times ``scale`` (fine-tuning starts the schedule again lower), constant
     or (``linear_decay``) a function of the optimizer step; ``examples`` per epoch."""
     start = component.config.learning_rate * scale
     if component.config.learning_rate_schedule != "linear_decay":
         return start
-    steps = sum(
-        max(1, -(-examples // batch_size_for_epoch(component.config.batch_size, e, epochs)))
-        for e in range(epochs)
-    )
-    return linear_decay(start, steps)
+    return linear_decay(start, total_steps(component, examples, epochs))
+
+
+def encoder_rates(network: DIETNetwork, steps: int) -> list[tuple[list, Any]]:
+    """(variables, learning rate) per layer of each fine-tuned encoder: its own rate, warm-up and
+    linear decay, times ``layerwise_decay`` per layer down from the top."""
+    groups: list[tuple[list, Any]] = []
+    for slot in network.encoder_slots:
+        settings = slot.encoder.optimization()
+        warmup = round(settings.warmup_fraction * steps)
+        for depth, variables in enumerate(slot.layer.variable_groups()):
+            peak = settings.learning_rate * settings.layerwise_decay**depth
+            groups.append((variables, warmup_linear_decay(peak, warmup, steps)))
+    return groups
 
 
 def diet_callbacks(
@@ -231,7 +279,7 @@ def diet_callbacks(
     evaluation: EncodedData | None,
 ) -> list[Callback]:
     """DIET's own parts of the training loop, in the order they run (see ``callbacks.py``)."""
-    predict = compiled_predict(network, component)
+    predict = compiled_predict(network, component, ragged_signature(training.ragged))
     kinds = list(component.tag_vocab_)
 
     def score(data: EncodedData) -> dict[str, float]:
@@ -264,12 +312,14 @@ def fit(
     label_features: np.ndarray,
     callbacks: Sequence[Callback] = (),
     resume: ResumePlan | None = None,
+    encoders: Sequence[EncoderSlot] = (),
 ) -> tuple[DIETNetwork, dict[str, Any]]:
     """Train a new network on ``encoded``; returns it and the per-epoch history.
 
     ``callbacks`` run after DIET's own (``diet_callbacks``) at every hook of the loop.
     ``resume``: start from a stored model's weights and train as fine-tuning does
     (``resume.py``: the epochs' share, each epoch's examples, the restarted learning rate).
+    ``encoders`` are fine-tuned with it (their inputs in ``encoded.ragged``).
     """
     if component.config.tensorboard_log_directory:
         require_tensorboard(component.component_name())
@@ -282,7 +332,8 @@ def fit(
         encoded = _subset(encoded, keep)
         resume = resume.subset(keep) if resume is not None else None
 
-    network = build_network(component, params, label_features)
+    ragged = ragged_signature(encoded.ragged)
+    network = build_network(component, params, label_features, encoders, ragged)
     epochs = resolve_epochs(component.config.epochs, component.config.batch_size, len(encoded))
     per_epoch, scale = len(encoded), 1.0
     if resume is not None:
@@ -291,8 +342,9 @@ def fit(
         scale = resume.options.learning_rate_fraction
     trainer = DIETTrainer(
         network, encoded, learning_rate(component, per_epoch, epochs, scale),
-        input_signature(component, with_tags=True), component.config.max_micro_batch_size,
-        eager=component.config.run_eagerly,
+        {**input_signature(component, True, encoders), **ragged},
+        component.config.max_micro_batch_size, eager=component.config.run_eagerly,
+        groups=encoder_rates(network, total_steps(component, per_epoch, epochs)),
     )
     parts = [*diet_callbacks(component, network, trainer, encoded, evaluation), *callbacks]
 

@@ -155,7 +155,52 @@ def load_weights(path: Path, config: BertConfig) -> dict[str, np.ndarray]:
             f"{f' and {len(missing) - 1} more' if len(missing) > 1 else ''}; "
             "they do not match a BERT model with this config.json"
         )
+    for name, shape in expected_shapes(config).items():
+        if name in weights and weights[name].shape != shape:
+            raise ConfigError(
+                f"language model weights '{path}': {name} has shape {weights[name].shape}, "
+                f"config.json implies {shape}; the weights do not match this config.json"
+            )
     return weights
+
+
+def expected_shapes(config: BertConfig) -> dict[str, tuple[int, ...]]:
+    """Every encoder weight's name and shape (PyTorch layout: Linear kernels are (out, in))."""
+    h = config.hidden_size
+    e = "embeddings."
+    shapes: dict[str, tuple[int, ...]] = {
+        e + "word_embeddings.weight": (config.vocab_size, h),
+        e + "position_embeddings.weight": (config.max_position_embeddings, h),
+        e + "token_type_embeddings.weight": (config.type_vocab_size, h),
+        e + "LayerNorm.weight": (h,),
+        e + "LayerNorm.bias": (h,),
+    }
+    for layer in range(config.num_hidden_layers):
+        shapes.update(layer_shapes(config, layer))
+    return shapes
+
+
+def layer_shapes(config: BertConfig, layer: int) -> dict[str, tuple[int, ...]]:
+    """The names and shapes of one encoder layer's weights."""
+    h, i = config.hidden_size, config.intermediate_size
+    p = f"encoder.layer.{layer}."
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name in ("query", "key", "value"):
+        shapes[f"{p}attention.self.{name}.weight"] = (h, h)
+        shapes[f"{p}attention.self.{name}.bias"] = (h,)
+    shapes.update({
+        p + "attention.output.dense.weight": (h, h),
+        p + "attention.output.dense.bias": (h,),
+        p + "attention.output.LayerNorm.weight": (h,),
+        p + "attention.output.LayerNorm.bias": (h,),
+        p + "intermediate.dense.weight": (i, h),
+        p + "intermediate.dense.bias": (i,),
+        p + "output.dense.weight": (h, i),
+        p + "output.dense.bias": (h,),
+        p + "output.LayerNorm.weight": (h,),
+        p + "output.LayerNorm.bias": (h,),
+    })
+    return shapes
 
 
 # --- the encoder --------------------------------------------------------------------------------
@@ -225,31 +270,34 @@ class BertEncoder:
                     "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
                 }
             )
-        self._tf_call: Any = None
+        self._tf_calls: dict[int, Any] = {}  # number of layers run -> compiled forward pass
 
     @classmethod
     def from_directory(cls, directory: Path, precision: str = "float32") -> BertEncoder:
         config = BertConfig.from_file(directory / CONFIG_FILE)
         return cls(config, load_weights(directory / WEIGHTS_FILE, config), precision)
 
-    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H)."""
+    def __call__(self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None) -> np.ndarray:
+        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H): the last hidden states, or with
+        ``stop`` the hidden states after the first ``stop`` layers (0: the embeddings' output),
+        the input a fine-tuned top of the encoder starts from."""
+        stop = len(self.layers) if stop is None else stop
         if self.precision == "float32" and ids.size <= NUMPY_MAX_SUBTOKENS:
             with single_blas_thread():
-                return self._numpy_forward(ids, mask)
-        if self._tf_call is None:
-            self._tf_call = self._build_tf()
-        return self._tf_call(ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
+                return self._numpy_forward(ids, mask, stop)
+        if stop not in self._tf_calls:
+            self._tf_calls[stop] = self._build_tf(stop)
+        return self._tf_calls[stop](ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
 
     # --- NumPy (float32) ----------------------------------------------------------------------
-    def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray, stop: int) -> np.ndarray:
         cfg = self.config
         eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
         batch, length = ids.shape
         x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]  # (B, T, H)
         x = layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
         bias = mask_bias(mask)  # (B, 1, 1, T)
-        for layer in self.layers:
+        for layer in self.layers[:stop]:
             qkv = (x @ layer["qkv_w"] + layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)
             query, key, value = split_qkv(qkv, heads)  # 3 x (B, h, T, d)
             context = merge_heads(attention(query, key, value, bias)).reshape(-1, hidden)  # (B*T, H)
@@ -259,7 +307,7 @@ class BertEncoder:
         return x.reshape(batch, length, hidden).astype(np.float32, copy=False)
 
     # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
-    def _build_tf(self) -> Any:
+    def _build_tf(self, stop: int) -> Any:
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         tf = import_tensorflow()
@@ -271,7 +319,7 @@ class BertEncoder:
 
         layers = [
             {**layer, **{name: kernel(layer[name]) for name in ("qkv_w", "o_w", "i_w", "out_w")}}
-            for layer in self.layers
+            for layer in self.layers[:stop]
         ]
         word, position = tf.constant(self.word), tf.constant(self.position)
         token_type, emb_ln = tf.constant(self.token_type[0]), tuple(map(tf.constant, self.emb_ln))

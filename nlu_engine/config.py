@@ -35,6 +35,9 @@ from nlu_engine.registry import component_class
 #: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
 PIPELINES = files("nlu_engine") / "pipelines"
 DEFAULT_PIPELINE = PIPELINES / "diet.yml"
+#: what Rasa 3 trains when a Rasa config.yml (one with ``recipe``, ``assistant_id`` or
+#: ``policies``) leaves ``pipeline`` empty
+RASA_DEFAULT_PIPELINE = PIPELINES / "rasa_suggested.yml"
 IGNORED_KEYS = ("recipe", "assistant_id", "policies")
 KNOWN_KEYS = ("language", "pipeline", *IGNORED_KEYS)
 
@@ -95,12 +98,16 @@ def load_config(
         raise ConfigError(f"{where}: 'language' must be a language code such as 'en'")
     pipeline = raw.get("pipeline")
     if not pipeline:
-        if Path(where).resolve() == Path(str(DEFAULT_PIPELINE)).resolve():
+        rasa_config = any(key in raw for key in IGNORED_KEYS)
+        fallback = RASA_DEFAULT_PIPELINE if rasa_config else DEFAULT_PIPELINE
+        if Path(where).resolve() == Path(str(fallback)).resolve():
             raise ConfigError(f"{where}: the default pipeline file is empty")
-        notices.append(f"{where}: no pipeline given; using the default {DEFAULT_PIPELINE.name}")
-        default = load_config(DEFAULT_PIPELINE, overrides)
+        why = "Rasa's default for a Rasa config" if rasa_config else "the default"
+        notices.append(f"{where}: no pipeline given; using {why}, {fallback.name}")
+        default = load_config(fallback, overrides)
         default.language = language
-        default.notices = notices + default.notices
+        # the shipped file's own `recipe` is not the user's to hear about
+        default.notices = notices + [n for n in default.notices if "is accepted and ignored" not in n]
         return default
     if not isinstance(pipeline, list):
         raise ConfigError(f"{where}: 'pipeline' must be a list of components (- name: ...)")

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from nlu_engine.config import DEFAULT_PIPELINE, load_config, shipped_pipelines
+from nlu_engine.config import DEFAULT_PIPELINE, RASA_DEFAULT_PIPELINE, load_config, shipped_pipelines
 from nlu_engine.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -519,3 +519,14 @@ def test_bad_custom_component(custom_package: str, suffix: str, expected: str) -
 def test_bad_dotted_paths(name: str) -> None:
     message = config_error(pipeline(TOKENIZER, {"name": name}))
     assert f"custom component '{name}'" in message
+
+
+@pytest.mark.parametrize("key", ["recipe: default.v1", "assistant_id: placeholder_default", "policies:"])
+def test_a_rasa_config_without_pipeline_gets_rasas_default(tmp_path: Path, key: str) -> None:
+    """As Rasa 3 does: a config.yml with `pipeline: null` trains Rasa's suggested pipeline
+    (fallback, regex and lexical features, 100 epochs), not this project's own default."""
+    config = load_config(write(tmp_path, f"{key}\nlanguage: en\npipeline: null\n"))
+    suggested = load_config(RASA_DEFAULT_PIPELINE)
+    assert [s.name for s in config.steps] == [s.name for s in suggested.steps]
+    assert "FallbackClassifier" in [s.name for s in config.steps]
+    assert any("Rasa's default for a Rasa config, rasa_suggested.yml" in n for n in config.notices)

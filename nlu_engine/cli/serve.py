@@ -31,9 +31,9 @@ def register(commands: Any) -> None:
                        help="address to listen on (default: 127.0.0.1; 0.0.0.0 for all interfaces)")
     serve.add_argument("-p", "--port", type=int, default=5005, help="port (default: 5005)")
     serve.add_argument("--auth-token", default=None,
-                       help="require this token as ?token= or 'Authorization: Bearer' on every "
-                            "endpoint but /, /version, /health and /openapi.json; "
-                            "default: $NLU_ENGINE_AUTH_TOKEN")
+                       help="require this token (?token=, 'Authorization: Bearer' or \"token\" in "
+                            "the JSON body, as Rasa sends it) on every endpoint but /, /version, "
+                            "/health and /openapi.json; default: $NLU_ENGINE_AUTH_TOKEN")
     serve.add_argument("--jwt-secret", default=None,
                        help="also accept HS256 JWTs signed with this secret as 'Authorization: Bearer'; "
                             "default: $NLU_ENGINE_JWT_SECRET")

@@ -137,8 +137,9 @@ def lookup_file(name: str, base_dir: Path | None) -> Path | None:
 
 
 def expand_lookup_files(elements: list[str], base_dir: Path | None, where: str) -> list[str]:
-    """A lookup table's elements, with Rasa 3's file form read: when the first element names an
-    existing file (``- data/lookups/cities.txt``), that file's lines take its place."""
+    """A lookup table's elements with its file read (Rasa's Markdown and JSON forms; in YAML, our
+    extension): when the first element names an existing file (``- data/lookups/cities.txt``),
+    that file's lines take its place."""
     if not elements or lookup_file(elements[0], base_dir) is None:
         return elements
     return read_lookup_file(elements[0], base_dir, where) + elements[1:]

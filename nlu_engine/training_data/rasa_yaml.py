@@ -22,9 +22,9 @@
     - lookup: banks
       examples: |
         - JPMC
-    - lookup: cities                           # a file with one element a line, as Rasa 3 reads
-      examples: |                              # it (the first element names a file), or
-        - data/lookups/cities.txt              # `examples: data/lookups/cities.txt`
+    - lookup: cities                           # a file with one element a line (our extension:
+      examples: |                              # Rasa 3 reads files only in Markdown and JSON),
+        - data/lookups/cities.txt              # or `examples: data/lookups/cities.txt`
     responses:
       utter_faq/ask_name:
       - text: I'm a bot.

@@ -336,7 +336,12 @@ def test_trainable_settings_are_checked_before_anything_trains(bert_dir: Path) -
     frozen = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable_layers=2)
     assert frozen.trainable_encoder() is None
     assert frozen.config.notices() == ["trainable_layers only act with trainable: true"]
-    assert LanguageModelFeaturizer(trainable=True, trainable_layers=2).config.notices() == []
+    tuned = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=2)
+    assert tuned.config.notices() == []
+    # Rasa's `model_name: bert` alone loads rasa/LaBSE; here the installed MiniLM, and it says so
+    (notice,) = LanguageModelFeaturizer(model_name="bert").config.notices()
+    assert notice.startswith("no model_weights: using the installed all-MiniLM-L6-v2, where Rasa "
+                             "would load rasa/LaBSE")
     too_deep = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=3)
     with pytest.raises(ConfigError, match=r"trainable_layers is 3 but the model .* has 2 layers"):
         too_deep.trainable_encoder()

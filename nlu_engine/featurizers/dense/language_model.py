@@ -252,11 +252,18 @@ class LanguageModelFeaturizer(DenseFeaturizer):
 
 
         def notices(self) -> list[str]:
-            if self.trainable:
-                return []
-            defaults = type(self)()
-            changed = [name for name in TRAINABLE_ONLY if getattr(self, name) != getattr(defaults, name)]
-            return [f"{', '.join(changed)} only act with trainable: true"] if changed else []
+            found = []
+            if self.model_weights is None:
+                found.append(
+                    "no model_weights: using the installed all-MiniLM-L6-v2, where Rasa would load "
+                    f"{RASA_DEFAULT_WEIGHTS['bert']}; set model_weights to a local folder of "
+                    "BERT-architecture weights to choose"
+                )
+            if not self.trainable:
+                defaults = type(self)()
+                changed = [n for n in TRAINABLE_ONLY if getattr(self, n) != getattr(defaults, n)]
+                found += [f"{', '.join(changed)} only act with trainable: true"] if changed else []
+            return found
 
         def validate(self) -> None:
             super().validate()

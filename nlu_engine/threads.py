@@ -1,4 +1,4 @@
-"""How many BLAS threads NumPy inference uses.
+"""How many BLAS threads NumPy inference uses, in a block and in processes that share the cores.
 
 NumPy inference (DIET's forward pass, the language model on one message) runs on one OpenBLAS
 thread. Its matrix products are small, so more threads gain little, and on a machine busy with
@@ -9,8 +9,9 @@ every parse down several times over. BENCHMARKS.md has the figures.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
@@ -48,3 +49,17 @@ def single_blas_thread() -> Iterator[None]:
             if _depth == 0 and _limiter is not None:
                 _limiter.restore_original_limits()
                 _limiter = None
+
+
+#: the thread-pool sizes of the BLAS libraries NumPy may use, read when a process imports NumPy
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def blas_thread_environment(processes: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables that give each of ``processes`` processes its share of the cores for BLAS
+    threads, for those ``environ`` does not set already (the user's setting wins).
+
+    Each process's BLAS would otherwise start a thread per core, and its spinning threads take
+    the cores from the others' (BENCHMARKS.md, ``serve --workers``)."""
+    threads = str(max(1, (os.cpu_count() or 1) // processes))
+    return {name: threads for name in BLAS_THREAD_VARIABLES if name not in environ}

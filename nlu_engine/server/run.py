@@ -22,6 +22,7 @@ from typing import Any
 import uvicorn
 
 from nlu_engine.errors import NLUError
+from nlu_engine.threads import blas_thread_environment
 
 ENV_SETTINGS = "NLU_ENGINE_SERVE"
 logger = logging.getLogger("nlu_engine.server")
@@ -183,10 +184,16 @@ def serve(
         return
     if archive is not None:
         check_archive(archive, allowed)
-    os.environ[ENV_SETTINGS] = json.dumps(settings)
-    share_cores(workers)
+    run_workers(workers, settings, common)
+
+
+def run_workers(workers: int, settings: dict[str, Any], common: dict[str, Any]) -> None:
+    """``workers`` uvicorn processes on one socket, each loading the model from ``settings``
+    (passed in the environment) and given its share of the cores for BLAS threads."""
     from uvicorn.supervisors import Multiprocess
 
+    os.environ[ENV_SETTINGS] = json.dumps(settings)
+    os.environ.update(blas_thread_environment(workers, os.environ))
     config = NoDelayConfig(
         "nlu_engine.server.run:app_from_environment", factory=True, workers=workers, **common
     )
@@ -194,22 +201,6 @@ def serve(
     takes_target = "target" in inspect.signature(Multiprocess).parameters
     extra = {"target": uvicorn.Server(config).run} if takes_target else {}
     Multiprocess(config, sockets=[config.bind_socket()], **extra).run()
-
-
-#: the thread-pool sizes of the BLAS libraries NumPy may use, read when a worker imports NumPy
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-def share_cores(workers: int, environ: dict[str, str] | None = None) -> None:
-    """Give each of ``workers`` processes its share of the cores for NumPy's BLAS threads.
-
-    Every worker's BLAS would otherwise start a thread per core: on 2 cores, 2 workers ran 4
-    spinning threads and answered 5 times slower than one worker. A variable the user set wins."""
-    env = os.environ if environ is None else environ
-    threads = str(max(1, (os.cpu_count() or 1) // workers))
-    for name in BLAS_THREAD_VARIABLES:
-        env.setdefault(name, threads)
-
 
 def app_from_environment() -> Any:
     """The app of one worker process (``--workers N``), configured by ``NLU_ENGINE_SERVE``."""

@@ -575,17 +575,3 @@ def test_micro_batcher_errors_reach_every_request() -> None:
     asyncio.run(run())
     batcher.close()
     empty.close()
-
-
-def test_workers_share_the_cores_for_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    """N workers get cores // N BLAS threads each (else they oversubscribe the cores); a value
-    the user set is kept."""
-    from nlu_engine.server.run import BLAS_THREAD_VARIABLES, share_cores
-
-    monkeypatch.setattr("os.cpu_count", lambda: 8)
-    env: dict[str, str] = {"OMP_NUM_THREADS": "3"}
-    share_cores(2, env)
-    assert env == {"OPENBLAS_NUM_THREADS": "4", "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": "4"}
-    env = {}
-    share_cores(16, env)
-    assert set(env) == set(BLAS_THREAD_VARIABLES) and set(env.values()) == {"1"}

@@ -118,18 +118,22 @@ def test_encoder_matches_reference_with_padding(bert_dir: Path) -> None:
 
 
 def test_numpy_and_tensorflow_paths_agree(bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One message runs in NumPy; large float32 batches in TensorFlow: the same numbers."""
+    """float32 runs in NumPy, a message or a large batch, unless a training asks for
+    TensorFlow: the same numbers, with few rows (W x^T) and many (x W^T)."""
     import nlu_engine.featurizers.dense.bert
 
     encoder = BertEncoder.from_directory(bert_dir)
-    ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")], np.int32)
+    ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")] * 40, np.int32)
     mask = np.ones_like(ids)
-    small = encoder(ids, mask)
-    assert encoder._tf_calls == {}  # a small input never builds the TensorFlow graph
-    monkeypatch.setattr(nlu_engine.featurizers.dense.bert, "NUMPY_MAX_SUBTOKENS", 0)
-    large = encoder(ids, mask)
+    numpy_states = []
+    for few_rows in (0, 10_000):  # every product as x W^T, then as W x^T
+        monkeypatch.setattr(nlu_engine.featurizers.dense.bert, "FEW_ROWS", few_rows)
+        numpy_states.append(encoder(ids, mask))
+    assert encoder._tf_calls == {}  # parsing never builds the TensorFlow graph
+    tensorflow_states = encoder(ids, mask, tensorflow=True)
     assert encoder._tf_calls
-    np.testing.assert_allclose(large, small, atol=2e-5)
+    for states in numpy_states:
+        np.testing.assert_allclose(states, tensorflow_states, atol=2e-5)
 
 
 def test_wordpiece_splits_each_word_and_never_drops_one(bert_dir: Path) -> None:
@@ -445,11 +449,12 @@ def test_a_fine_tuned_model_parses_without_tensorflow(
         diet,
     ]}
     archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name="ft", log=None)
-    expected = Model.load(archive).parse_batch(tiny_texts)
+    texts = tiny_texts * 40  # batches of 64 messages: hundreds of sub-tokens each
+    expected = Model.load(archive).parse_batch(texts)
     script = (
         "import json, sys\n"
         "from nlu_engine.model import Model\n"
-        f"results = Model.load({str(archive)!r}).parse_batch({tiny_texts!r})\n"
+        f"results = Model.load({str(archive)!r}).parse_batch({texts!r})\n"
         "print(json.dumps([results, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)

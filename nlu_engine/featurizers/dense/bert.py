@@ -21,7 +21,11 @@ The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h =
 In NumPy the attention (split, softmax, merge) is ``nlu_engine.nn.attention``, the one DIET's
 inference uses too.
 
-``precision="float32"`` (the default) runs in NumPy. ``precision="bfloat16"`` rounds the inputs
+``precision="float32"`` (the default) runs in NumPy, so parsing never imports TensorFlow; a
+training may ask for TensorFlow's float32 graph (``tensorflow=True``), which is faster on large
+batches once TensorFlow is loaded anyway. The kernels are kept as the checkpoint stores them,
+(out, in): one message's few rows go through ``W x^T``, which OpenBLAS runs faster than ``x W^T``
+when x has few rows, and batches through ``x W^T``. ``precision="bfloat16"`` rounds the inputs
 and kernels of the dense layers to bfloat16 (the products are accumulated in float32;
 embeddings, attention scores, softmax and LayerNorm stay float32) and runs in one TensorFlow
 ``tf.function`` with a ``[None, None]`` input signature, so batches of any shape reuse one graph.
@@ -52,8 +56,11 @@ _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
 #: "bfloat16" runs the dense layers' matrix products in bfloat16 (float32 everywhere else):
 #: several times faster on CPUs with AMX-BF16 or AVX512-BF16, and much slower on others.
 PRECISIONS = ("float32", "bfloat16")
-#: float32 inputs up to this many sub-tokens (a message or a few) run in NumPy, larger in TensorFlow
-NUMPY_MAX_SUBTOKENS = 512
+#: inputs up to this many sub-tokens (a message or a few) run on one BLAS thread (``threads``);
+#: larger batches use the threads the process has
+SINGLE_THREAD_MAX_SUBTOKENS = 128
+#: products with up to this many rows (sub-tokens) run as ``W x^T``, larger ones as ``x W^T``
+FEW_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -213,12 +220,19 @@ def _np_activation(x: np.ndarray, kind: str) -> np.ndarray:
     return 0.5 * x * (1.0 + np.tanh(inner))  # the tanh approximation
 
 
+def _dense(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """x (N, in) @ kernel (out, in)^T + bias -> (N, out), C-contiguous."""
+    if x.shape[0] <= FEW_ROWS:
+        return np.ascontiguousarray((kernel @ x.T).T) + bias
+    return x @ kernel.T + bias
+
+
 class BertEncoder:
     """Frozen BERT: ``(ids, mask) -> last hidden states`` (see the module doc).
 
     ``float32`` runs in NumPy: for a single message that is several times faster than a graph
-    call, and a model that is only parsed with never imports TensorFlow. ``bfloat16`` needs
-    bfloat16 matrix products and runs in TensorFlow.
+    call, and a model that is only parsed with never imports TensorFlow, whatever the batch.
+    ``bfloat16`` needs bfloat16 matrix products and runs in TensorFlow.
     """
 
     def __init__(
@@ -235,12 +249,11 @@ class BertEncoder:
                 f"num_attention_heads {heads}"
             )
 
-        def get(name: str, transpose: bool = False) -> np.ndarray:
+        def get(name: str) -> np.ndarray:
             try:
-                array = np.asarray(weights[name], np.float32)
+                return np.ascontiguousarray(weights[name], np.float32)
             except KeyError:
                 raise ConfigError(f"language model weights lack '{name}'") from None
-            return np.ascontiguousarray(array.T) if transpose else array  # kernels (in, out)
 
         e = "embeddings."
         self.word = get(e + "word_embeddings.weight")  # (V, H)
@@ -254,18 +267,18 @@ class BertEncoder:
             self.layers.append(
                 {
                     "qkv_w": np.concatenate(
-                        [get(a + n + ".weight", transpose=True) for n in ("query", "key", "value")], 1
-                    ),  # (H, 3H)
+                        [get(a + n + ".weight") for n in ("query", "key", "value")], 0
+                    ),  # (3H, H): kernels (out, in), as stored
                     "qkv_b": np.concatenate([get(a + n + ".bias") for n in ("query", "key", "value")]),
-                    "o_w": get(p + "attention.output.dense.weight", transpose=True),
+                    "o_w": get(p + "attention.output.dense.weight"),  # (H, H)
                     "o_b": get(p + "attention.output.dense.bias"),
                     "ln1": (
                         get(p + "attention.output.LayerNorm.weight"),
                         get(p + "attention.output.LayerNorm.bias"),
                     ),
-                    "i_w": get(p + "intermediate.dense.weight", transpose=True),
+                    "i_w": get(p + "intermediate.dense.weight"),  # (I, H)
                     "i_b": get(p + "intermediate.dense.bias"),
-                    "out_w": get(p + "output.dense.weight", transpose=True),
+                    "out_w": get(p + "output.dense.weight"),  # (H, I)
                     "out_b": get(p + "output.dense.bias"),
                     "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
                 }
@@ -277,14 +290,19 @@ class BertEncoder:
         config = BertConfig.from_file(directory / CONFIG_FILE)
         return cls(config, load_weights(directory / WEIGHTS_FILE, config), precision)
 
-    def __call__(self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None) -> np.ndarray:
+    def __call__(
+        self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None, tensorflow: bool = False
+    ) -> np.ndarray:
         """``ids``, ``mask``: int (B, T) -> float32 (B, T, H): the last hidden states, or with
         ``stop`` the hidden states after the first ``stop`` layers (0: the embeddings' output),
-        the input a fine-tuned top of the encoder starts from."""
+        the input a fine-tuned top of the encoder starts from. ``tensorflow`` runs float32 in
+        TensorFlow (training only: parsing stays in NumPy)."""
         stop = len(self.layers) if stop is None else stop
-        if self.precision == "float32" and ids.size <= NUMPY_MAX_SUBTOKENS:
-            with single_blas_thread():
-                return self._numpy_forward(ids, mask, stop)
+        if self.precision == "float32" and not tensorflow:
+            if ids.size <= SINGLE_THREAD_MAX_SUBTOKENS:
+                with single_blas_thread():
+                    return self._numpy_forward(ids, mask, stop)
+            return self._numpy_forward(ids, mask, stop)
         if stop not in self._tf_calls:
             self._tf_calls[stop] = self._build_tf(stop)
         return self._tf_calls[stop](ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
@@ -298,12 +316,12 @@ class BertEncoder:
         x = layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
         bias = mask_bias(mask)  # (B, 1, 1, T)
         for layer in self.layers[:stop]:
-            qkv = (x @ layer["qkv_w"] + layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)
+            qkv = _dense(x, layer["qkv_w"], layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)
             query, key, value = split_qkv(qkv, heads)  # 3 x (B, h, T, d)
             context = merge_heads(attention(query, key, value, bias)).reshape(-1, hidden)  # (B*T, H)
-            x = layer_norm(x + context @ layer["o_w"] + layer["o_b"], *layer["ln1"], eps)
-            inner = _np_activation(x @ layer["i_w"] + layer["i_b"], cfg.hidden_act)  # (B*T, I)
-            x = layer_norm(x + inner @ layer["out_w"] + layer["out_b"], *layer["ln2"], eps)
+            x = layer_norm(x + _dense(context, layer["o_w"], layer["o_b"]), *layer["ln1"], eps)
+            inner = _np_activation(_dense(x, layer["i_w"], layer["i_b"]), cfg.hidden_act)  # (B*T, I)
+            x = layer_norm(x + _dense(inner, layer["out_w"], layer["out_b"]), *layer["ln2"], eps)
         return x.reshape(batch, length, hidden).astype(np.float32, copy=False)
 
     # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
@@ -332,7 +350,7 @@ class BertEncoder:
             return (x - mean) * tf.math.rsqrt(var + eps) * params[0] + params[1]
 
         def dense(x: Any, w: Any, b: Any) -> Any:  # product in the kernel's dtype, float32 result
-            return tf.cast(tf.matmul(tf.cast(x, w.dtype), w), tf.float32) + b
+            return tf.cast(tf.matmul(tf.cast(x, w.dtype), w, transpose_b=True), tf.float32) + b
 
         def act(x: Any) -> Any:
             if cfg.hidden_act == "relu":

@@ -23,9 +23,11 @@ A message longer than the model's limit (``max_sequence_length``, by default the
 sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, counting
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
-One message runs in NumPy; large batches (the training data) in one compiled ``tf.function``,
-sorted by length. ``precision: bfloat16`` runs the dense layers' products in bfloat16 (features
-within about 1e-2 of float32): faster on CPUs with AMX/AVX512-BF16, slower on others.
+Features are computed in NumPy, in batches sorted by length: parsing never imports
+TensorFlow. Only a fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET
+trains, run in TensorFlow's graph, which is faster on large batches. ``precision: bfloat16``
+runs the dense layers' products in bfloat16 (features within about 1e-2 of float32): faster
+on CPUs with AMX/AVX512-BF16, slower on others.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's
 config and a SHA-256 of the weights file; loading a model with different weights fails.
@@ -370,10 +372,11 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         return rows, spans
 
     def _states(
-        self, encoder: BertEncoder, rows: list[list[int]], stop: int | None = None
+        self, encoder: BertEncoder, rows: list[list[int]], stop: int | None = None,
+        tensorflow: bool = False,
     ) -> Iterator[tuple[int, np.ndarray]]:
         """(index, hidden states (len, H)) of every row, encoded in batches sorted by length;
-        with ``stop``, the states after that many layers."""
+        with ``stop``, the states after that many layers; ``tensorflow`` for training only."""
         pad = self._model().wordpiece.pad_id
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         for begin in range(0, len(order), self.config.batch_size):
@@ -384,7 +387,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             for j, i in enumerate(batch):
                 ids[j, : len(rows[i])] = rows[i]
                 mask[j, : len(rows[i])] = 1
-            states = encoder(ids, mask, stop)  # (B, T, H)
+            states = encoder(ids, mask, stop, tensorflow)  # (B, T, H)
             for j, i in enumerate(batch):
                 yield i, states[j, : len(rows[i])]
 
@@ -451,7 +454,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 arrays["ids"] = np.asarray(row, np.int32)
             inputs.append(arrays)
         if first is not None:
-            for i, state in self._states(self._model().encoder, rows, stop=first):
+            # DIET trains in TensorFlow, so it is loaded: its graph is faster on these batches
+            for i, state in self._states(self._model().encoder, rows, stop=first, tensorflow=True):
                 inputs[i]["states"] = np.array(state, np.float32)
         return inputs
 

@@ -132,7 +132,7 @@ def warm_up(port: int, texts: list[str], workers: int, timeout: float = 180.0) -
     seen: set[str] = set()
     deadline = time.monotonic() + timeout
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30.0) as client:
-        while len(seen) < workers or len(seen) == 0:
+        while len(seen) < max(workers, 1):
             if time.monotonic() > deadline:
                 raise SystemExit(f"only {len(seen)} of {workers} workers answered within {timeout:.0f} s")
             for text in texts[:20]:

@@ -223,7 +223,7 @@ def _np_activation(x: np.ndarray, kind: str) -> np.ndarray:
 def _dense(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """x (N, in) @ kernel (out, in)^T + bias -> (N, out), C-contiguous."""
     if x.shape[0] <= FEW_ROWS:
-        return np.ascontiguousarray((kernel @ x.T).T) + bias
+        return np.add((kernel @ x.T).T, bias, order="C")
     return x @ kernel.T + bias
 
 

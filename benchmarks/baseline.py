@@ -32,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nlu_engine.benchmarking import headline_scores, read_training_config  # noqa: E402
+from nlu_engine.contract.message import Message, Token  # noqa: E402
 from nlu_engine.evaluation import evaluate  # noqa: E402
-from nlu_engine.message import Message, Token  # noqa: E402
+from nlu_engine.evaluation.benchmarking import headline_scores, read_training_config  # noqa: E402
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer  # noqa: E402
 from nlu_engine.training_data import bilou, load_data  # noqa: E402
 

@@ -17,9 +17,9 @@ import statistics
 import time
 from pathlib import Path
 
-from nlu_engine.benchmarking import training_history
-from nlu_engine.config import load_config
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.evaluation.benchmarking import training_history
 from nlu_engine.training_data import load_data
 
 ROOT = Path(__file__).resolve().parents[1]

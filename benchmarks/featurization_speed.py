@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from nlu_engine.component import Component
-from nlu_engine.message import Message
+from nlu_engine.contract.component import Component
+from nlu_engine.contract.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from nlu_engine.training_data import load_data
 

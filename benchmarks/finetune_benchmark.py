@@ -37,11 +37,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.benchmarking import cpu_model, headline_scores
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.evaluation import evaluate
-from nlu_engine.model import Model
+from nlu_engine.evaluation.benchmarking import cpu_model, headline_scores
 from nlu_engine.training_data import load_data, write_data
-from nlu_engine.training_data.training_data import TrainingData
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"

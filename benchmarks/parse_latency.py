@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from nlu_engine.benchmarking import _latencies, cpu_model  # noqa: E402
-from nlu_engine.model import Model  # noqa: E402
+from nlu_engine.assembly.model import Model  # noqa: E402
+from nlu_engine.evaluation.benchmarking import _latencies, cpu_model  # noqa: E402
 from nlu_engine.training_data import load_data  # noqa: E402
 
 

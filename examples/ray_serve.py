@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 MINIMUM_COMPATIBLE_VERSION = "0.1.0"
 
 if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
 
 def train(
@@ -31,8 +31,8 @@ def train(
     ``rehearsal_fraction``: the share of the examples the model already knew mixed into each
     epoch (defaults: ``FinetuneOptions``).
     """
-    from nlu_engine.component import FinetuneOptions
-    from nlu_engine.model import train as _train
+    from nlu_engine.assembly.model import train as _train
+    from nlu_engine.contract.component import FinetuneOptions
 
     given = {"epoch_fraction": epoch_fraction, "rehearsal_fraction": rehearsal_fraction}
     options = FinetuneOptions(**{k: v for k, v in given.items() if v is not None})
@@ -46,7 +46,7 @@ def load(path: str, allow_components: list[str] | None = None) -> Model:
     A model is data: loading imports registered components only, plus the custom component
     classes named in ``allow_components`` (``["my_package.module.MyComponent"]``) if you trust them.
     """
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
     return Model.load(path, allow_components=allow_components)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
 from nlu_engine.loaders.spacy_nlp import resolve_model
 
 

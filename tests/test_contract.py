@@ -1,6 +1,6 @@
 """The component contract (DESIGN.md), checked for every registered component.
 
-One test, parametrized over ``nlu_engine.registry.COMPONENTS``, so a component registered later
+One test, parametrized over ``nlu_engine.assembly.registry.COMPONENTS``, so a component registered later
 is covered without writing anything here. For each component it
 
 1. builds a minimal valid pipeline around it: the prerequisites come from the component's
@@ -10,7 +10,7 @@ is covered without writing anything here. For each component it
    given (defaults filled in), ``self.config`` is all ``__init__`` sets, no file is touched
    (audit hook) and no heavy library is imported (a fresh interpreter imports and constructs
    every registered component once);
-3. trains the pipeline through ``nlu_engine.model.train`` on the tiny data set (entities,
+3. trains the pipeline through ``nlu_engine.assembly.model.train`` on the tiny data set (entities,
    roles, a synonym, a regex, a lookup), processes messages, and keeps that output;
 4. checks that learned attributes end in ``_`` and that the archive holds only
    ``.json`` / ``.npz`` (no object arrays) / ``.crfsuite`` / ``.txt`` files;
@@ -38,8 +38,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-import nlu_engine.persistence
-from nlu_engine.component import (
+import nlu_engine.assembly.persistence
+from nlu_engine.assembly.config import load_config, validate_params
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.assembly.registry import COMPONENTS, component_class
+from nlu_engine.contract.component import (
     DENSE_FEATURES,
     FEATURES,
     SPARSE_FEATURES,
@@ -47,11 +51,7 @@ from nlu_engine.component import (
     ComponentConfig,
     config_fields,
 )
-from nlu_engine.config import load_config, validate_params
-from nlu_engine.message import Message
-from nlu_engine.model import Model, train
-from nlu_engine.pipeline import Pipeline
-from nlu_engine.registry import COMPONENTS, component_class
+from nlu_engine.contract.message import Message
 from nlu_engine.training_data import load_data
 
 ALLOWED_SUFFIXES = {".json", ".npz", ".crfsuite", ".txt"}
@@ -228,7 +228,7 @@ def _record_side_effects() -> Iterator[list[str]]:
 
 _CONSTRUCT_SCRIPT = """
 import json, sys
-from nlu_engine.registry import COMPONENTS, component_class
+from nlu_engine.assembly.registry import COMPONENTS, component_class
 heavy = {heavy!r}
 tiny = json.loads(sys.argv[1])
 report = {{}}
@@ -315,7 +315,7 @@ def learned_attributes(component: Component) -> set[str]:
 
 def check_archive_files(archive: Path, tmp_path: Path, folder_suffix: str) -> None:
     root = tmp_path / "extracted"
-    manifest = nlu_engine.persistence.extract_archive(archive, root)
+    manifest = nlu_engine.assembly.persistence.extract_archive(archive, root)
     assert any(str(f).endswith(folder_suffix) for f in manifest["components"])
     files = [p for p in root.rglob("*") if p.is_file()]
     bad = [str(p.relative_to(root)) for p in files if p.suffix not in ALLOWED_SUFFIXES]
@@ -362,7 +362,7 @@ def test_component_contract(
         # train through model.train; keep the trained pipeline and its output before persisting
         config = load_config({"language": "en", "pipeline": steps})
         captured: dict[str, Any] = {}
-        save_archive = nlu_engine.persistence.save_archive
+        save_archive = nlu_engine.assembly.persistence.save_archive
 
         def spy(pipeline: Pipeline, path: Path, extra: dict[str, Any]) -> Path:
             captured["pipeline"] = pipeline
@@ -370,7 +370,7 @@ def test_component_contract(
             return save_archive(pipeline, path, extra)
 
         with monkeypatch.context() as patch:
-            patch.setattr(nlu_engine.persistence, "save_archive", spy)
+            patch.setattr(nlu_engine.assembly.persistence, "save_archive", spy)
             archive = train(config, load_data(tiny_data_path), out=tmp_path / "models",
                             fixed_model_name="contract", log=None)
 
@@ -434,7 +434,7 @@ def test_component_finetune_contract(
     component is reused (it learns nothing from data), resumed, or trained from scratch with a
     reason; it sets the learned attributes ``train`` sets; and its archive loads to the same
     output."""
-    from nlu_engine.finetune import RESUMED, RETRAINED, REUSED
+    from nlu_engine.assembly.finetune import RESUMED, RETRAINED, REUSED
 
     _skip_if_unavailable([name])
     with _optional_dependencies(name):
@@ -449,14 +449,14 @@ def test_component_finetune_contract(
         first = Model.load(base).pipeline.components[index]
 
         captured: dict[str, Any] = {}
-        save_archive = nlu_engine.persistence.save_archive
+        save_archive = nlu_engine.assembly.persistence.save_archive
 
         def spy(pipeline: Pipeline, path: Path, extra: dict[str, Any]) -> Path:
             captured.update(pipeline=pipeline, before=snapshot(pipeline, tiny_texts), extra=extra)
             return save_archive(pipeline, path, extra)
 
         with monkeypatch.context() as patch:
-            patch.setattr(nlu_engine.persistence, "save_archive", spy)
+            patch.setattr(nlu_engine.assembly.persistence, "save_archive", spy)
             archive = train(config, data, out=tmp_path, finetune=base, log=None)
 
     outcome = captured["extra"]["finetune"]["components"][index]

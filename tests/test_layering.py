@@ -17,28 +17,36 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "nlu_engine"
 
-#: from the bottom up; a module belongs to the stage of the longest entry that prefixes its name
+#: from the bottom up; a module belongs to the stage of the longest entry that prefixes its name.
+#: Each top-level folder of the package is one entry (``test_stages_and_folders_agree``); the
+#: contract room is ordered inside by its own modules, the assembly room is one stage.
+CONTRACT = ("nlu_engine.contract",)
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("nlu_engine.errors", "nlu_engine.nn", "nlu_engine.npz", "nlu_engine.paths",
-                    "nlu_engine.threads")),
-    ("message/training_data", ("nlu_engine.message", "nlu_engine.training_data")),
-    ("component contract", ("nlu_engine.component",)),
+    # the contract the components build on: errors and utilities, messages, training data, the bases
+    ("contract: foundation", ("nlu_engine.contract", "nlu_engine.contract.errors", "nlu_engine.contract.npz",
+                              "nlu_engine.contract.paths", "nlu_engine.contract.threads",
+                              "nlu_engine.contract.allocator")),
+    ("contract: message", ("nlu_engine.contract.message", "nlu_engine.contract.training_data")),
+    ("contract: component", ("nlu_engine.contract.component",)),
+    ("numeric kernels", ("nlu_engine.nn",)),
+    ("training data readers", ("nlu_engine.training_data",)),
     ("model loaders", ("nlu_engine.loaders",)),
     ("tokenizers", ("nlu_engine.tokenizers",)),
     ("featurizers", ("nlu_engine.featurizers",)),
     ("classifiers/extractors", ("nlu_engine.classifiers", "nlu_engine.extractors")),
-    # the registry names every component and the config validates against them
-    ("pipeline/persistence", ("nlu_engine.registry", "nlu_engine.config", "nlu_engine.pipeline",
-                              "nlu_engine.persistence", "nlu_engine.finetune")),
-    ("model", ("nlu_engine.model",)),
+    # the assembly over the components: the registry names every component by string, the config
+    # validates against them, then the pipeline, the archive, fine-tuning and the model API
+    ("assembly", ("nlu_engine.assembly",)),
     # corpus files parsed with a model: formats, output, in-process and local-process runs
     ("corpus", ("nlu_engine.corpus",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
-    ("evaluation", ("nlu_engine.evaluation", "nlu_engine.benchmarking")),
+    ("evaluation", ("nlu_engine.evaluation",)),
     # the faces: HTTP, command line, Ray, and the package itself (``nlu_engine.train``, ``load``)
     ("server/cli", ("nlu_engine.server", "nlu_engine.cli", "nlu_engine.distributed", "nlu_engine.__main__",
                     "nlu_engine")),
 ]
+#: the top-level entries of the package that are not stages' folders
+NOT_FOLDERS = frozenset({"nlu_engine", "nlu_engine.__main__"})
 #: names of the package root any module may import: constants, not the API the root holds
 ROOT_CONSTANTS = frozenset({"__version__", "MINIMUM_COMPATIBLE_VERSION"})
 
@@ -122,6 +130,20 @@ def test_every_module_has_a_stage() -> None:
     assert not unplaced, f"give these modules a stage in tests/test_layering.py: {unplaced}"
 
 
+def test_stages_and_folders_agree() -> None:
+    """The package root holds folders only (and ``__main__``): each top-level folder is named by
+    a stage, and each stage's entries are top-level folders or modules inside the contract room."""
+    top_level = {f"nlu_engine.{p.stem}" for p in PACKAGE.iterdir()
+                 if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()}
+    loose = sorted(m for m in top_level - NOT_FOLDERS if not (PACKAGE / m.split(".")[1]).is_dir())
+    assert not loose, f"the package root should hold folders only; move these into their stage: {loose}"
+    named = {prefix for _, prefixes in STAGES for prefix in prefixes}
+    unnamed = sorted(top_level - NOT_FOLDERS - named)
+    assert not unnamed, f"folders with no stage: {unnamed}"
+    inner = sorted(p for p in named - top_level - NOT_FOLDERS if not p.startswith(CONTRACT[0] + "."))
+    assert not inner, f"stages should name whole folders, not modules inside them: {inner}"
+
+
 def test_every_stage_entry_names_a_module() -> None:
     stale = [prefix for _, prefixes in STAGES for prefix in prefixes if not is_module(prefix)]
     assert not stale, f"STAGES names modules that do not exist: {stale}"
@@ -138,15 +160,17 @@ def test_no_runtime_import_goes_up_a_stage() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        ("from nlu_engine.model import Model\n", ["nlu_engine.model"]),
+        ("from nlu_engine.assembly.model import Model\n", ["nlu_engine.assembly.model"]),
         ("def f():\n    import nlu_engine.cli.main\n", ["nlu_engine.cli.main"]),
         ("from nlu_engine.featurizers.dense import spacy_featurizer\n",
          ["nlu_engine.featurizers.dense.spacy_featurizer"]),
         ("from ..featurizers.sparse import regex\n", ["nlu_engine.featurizers.sparse.regex"]),
-        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nlu_engine.model import Model\n", []),
-        ("import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    import nlu_engine.pipeline\n",
-         ["nlu_engine.pipeline"]),
-        ("from nlu_engine import __version__\nfrom nlu_engine.message import Message\n", []),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+         "    from nlu_engine.assembly.model import Model\n", []),
+        ("import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n"
+         "    import nlu_engine.assembly.pipeline\n",
+         ["nlu_engine.assembly.pipeline"]),
+        ("from nlu_engine import __version__\nfrom nlu_engine.contract.message import Message\n", []),
         ("from nlu_engine import train\n", ["nlu_engine"]),
     ],
 )

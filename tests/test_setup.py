@@ -66,7 +66,8 @@ def test_the_installed_wheel_trains_with_the_shipped_pipelines_from_another_fold
     site: Path, tmp_path: Path
 ) -> None:
     where, _ = finish(start(site, tmp_path, sys.executable, "-c",
-                            "import nlu_engine.config as c; print(c.__file__); print(c.DEFAULT_PIPELINE)"))
+                            "import nlu_engine.assembly.config as c; "
+                            "print(c.__file__); print(c.DEFAULT_PIPELINE)"))
     module, default = where.split()
     assert Path(module).is_relative_to(site) and Path(default).is_relative_to(site), where
     assert not (site / "nlu_engine" / "server" / "process.py").exists()  # a test helper, not shipped

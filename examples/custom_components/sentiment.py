@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from nlu_engine.component import ENTITIES, TOKENS, EntityExtractor, param
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import TEXT, Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import ENTITIES, TOKENS, EntityExtractor, param
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import TEXT, Message
+from nlu_engine.contract.training_data import TrainingData
 
 ENTITY = "sentiment"
 LEXICON_FILE = "lexicon.json"

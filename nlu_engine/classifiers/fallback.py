@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nlu_engine.component import INTENT, Component, param
-from nlu_engine.message import Message
+from nlu_engine.contract.component import INTENT, Component, param
+from nlu_engine.contract.message import Message
 
 FALLBACK_INTENT = "nlu_fallback"
 

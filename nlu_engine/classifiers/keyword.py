@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.component import IntentClassifier
-from nlu_engine.message import Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import IntentClassifier
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

@@ -11,10 +11,10 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, IntentClassifier, param
-from nlu_engine.message import TEXT, Message
-from nlu_engine.npz import load_npz
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.message import TEXT, Message
+from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.training_data import TrainingData
 
 
 def sentence_matrix(messages: list[Message], width: int | None = None) -> scipy.sparse.csr_matrix:

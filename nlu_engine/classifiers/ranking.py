@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nlu_engine.message import Message
+from nlu_engine.contract.message import Message
 
 
 def write_intent(

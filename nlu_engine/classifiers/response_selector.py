@@ -36,10 +36,17 @@ import numpy as np
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, RESPONSE, Component, FinetuneOptions, TrainableEncoder, param
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import INTENT_RESPONSE_KEY, TEXT, Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import (
+    FEATURES,
+    RESPONSE,
+    Component,
+    FinetuneOptions,
+    TrainableEncoder,
+    param,
+)
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import INTENT_RESPONSE_KEY, TEXT, Message
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

@@ -39,11 +39,11 @@ import scipy.sparse
 
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import FEATURES, IntentClassifier, param
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import Message
-from nlu_engine.npz import load_npz
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

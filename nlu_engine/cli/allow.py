@@ -26,11 +26,11 @@ def add_arguments(parser: Any, config: bool = True) -> None:
 
 def allowed(names: list[str] | None, config: str | None = None) -> frozenset[str]:
     """The custom component classes the user allows: ``names`` and those ``config`` names."""
-    from nlu_engine.registry import allowed_components
+    from nlu_engine.assembly.registry import allowed_components
 
     names = list(names or [])
     if config is not None:
-        from nlu_engine.model import custom_components
+        from nlu_engine.assembly.model import custom_components
 
         names.extend(custom_components(config))
     return allowed_components(names)

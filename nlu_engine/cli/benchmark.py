@@ -20,7 +20,7 @@ def register(commands: Any) -> None:
 
 
 def cmd_benchmark(args: argparse.Namespace) -> int:
-    from nlu_engine.benchmarking import run
+    from nlu_engine.evaluation.benchmarking import run
 
     run(Path(args.training_config), Path(args.out), args.fold, args.set, args.keep_models)
     return 0

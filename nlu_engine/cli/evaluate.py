@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from nlu_engine.cli import allow
-from nlu_engine.errors import DataError, NLUError
+from nlu_engine.contract.errors import DataError, NLUError
 
 DEFAULT_MODELS = "models"
 DEFAULT_RESULTS = "results"
@@ -208,8 +208,8 @@ def _print_summary(summary: dict[str, Any], out: str) -> None:
 
 # --- one model ---------------------------------------------------------------------------------
 def run_model_test(args: argparse.Namespace) -> int:
+    from nlu_engine.assembly.model import Model
     from nlu_engine.evaluation.experiments import evaluate_model
-    from nlu_engine.model import Model
 
     data = _load_data(args.data)
     model = Model.load(args.model, allow.allowed(args.allow_component))

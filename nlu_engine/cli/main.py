@@ -18,7 +18,7 @@ from typing import Any
 
 from nlu_engine import __version__
 from nlu_engine.cli import allow, parse_corpus
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 logger = logging.getLogger(__name__)
 
@@ -121,8 +121,8 @@ def domain_path(given: str | None) -> str | None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from nlu_engine.component import FinetuneOptions
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
+    from nlu_engine.contract.component import FinetuneOptions
 
     fractions = {"epoch_fraction": args.epoch_fraction, "rehearsal_fraction": args.rehearsal_fraction}
     given = {key: value for key, value in fractions.items() if value is not None}
@@ -157,7 +157,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         return parse_corpus.run(args)
     if args.ray or args.ray_address is not None or args.workers is not None:
         raise NLUError("--ray, --ray-address and --workers parse a corpus file: add --input IN --output OUT")
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
     model = Model.load(args.model, allow.allowed(args.allow_component, args.config))
     if args.text is not None:
@@ -195,7 +195,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
         parse = RemoteParser(args.server, args.token).parse
     else:
-        from nlu_engine.model import Model
+        from nlu_engine.assembly.model import Model
 
         parse = Model.load(args.model, allow.allowed(args.allow_component, args.config)).parse
     print("Type a message and press enter (Ctrl-D to quit; /json for the full JSON).")
@@ -225,7 +225,7 @@ def cmd_shell(args: argparse.Namespace) -> int:
 
 
 def cmd_data_validate(args: argparse.Namespace) -> int:
-    from nlu_engine.message import TEXT, Message
+    from nlu_engine.contract.message import TEXT, Message
     from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
     from nlu_engine.training_data.project import read_project
     from nlu_engine.training_data.validation import domain_warnings, validate

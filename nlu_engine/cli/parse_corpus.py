@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from nlu_engine.cli import allow
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 DEFAULT_MAX_TEXT_CHARS = 2_000
 
@@ -109,7 +109,7 @@ def _run_job(args: argparse.Namespace, job: Any, archive: Any, allowed: frozense
         elif (args.workers or 1) > 1:
             outputs = parse_with_processes(archive, allowed, job, args.workers)
         else:
-            from nlu_engine.model import Model
+            from nlu_engine.assembly.model import Model
 
             outputs = parse_in_process(Model.load(archive, allowed), job)
         stack.callback(outputs.close)  # stop the workers before Ray shuts down

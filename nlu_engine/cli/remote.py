@@ -8,7 +8,7 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 PARSE_PATH = "/model/parse"
 

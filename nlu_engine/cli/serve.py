@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from nlu_engine.cli import allow
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 
 def register(commands: Any) -> None:

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.errors import DataError, NLUError
+from nlu_engine.contract.errors import DataError, NLUError
 
 FORMATS = ("text", "jsonl", "csv", "parquet")
 EXTENSIONS = {

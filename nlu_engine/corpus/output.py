@@ -26,8 +26,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.corpus.formats import Record, require_pyarrow
-from nlu_engine.errors import NLUError
 
 OUTPUT_FORMATS = ("jsonl", "parquet")
 RESERVED = frozenset({"text", "intent", "intent_confidence", "entities", "intent_ranking",

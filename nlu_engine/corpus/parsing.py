@@ -127,7 +127,7 @@ _worker_model: Any = None
 def _load_worker_model(archive: str, allow_components: list[str]) -> Any:
     global _worker_model
     if _worker_model is None:
-        from nlu_engine.model import Model
+        from nlu_engine.assembly.model import Model
 
         _worker_model = Model.load(archive, allow_components)
     return _worker_model
@@ -204,14 +204,14 @@ def write_outputs(outputs: Iterable[GroupOutput], writer: Any,
 def archive_path(model: str | Path, allow_components: Iterable[str] = ()) -> Path:
     """The archive ``-m`` names (a folder: its newest), checked (members and manifest, without
     importing the pipeline's libraries) before any worker loads it."""
-    from nlu_engine.persistence import extract_archive, newest_archive
-    from nlu_engine.registry import allowed_components
+    from nlu_engine.assembly.persistence import extract_archive, newest_archive
+    from nlu_engine.assembly.registry import allowed_components
 
     path = Path(model)
     if path.is_dir():
         path = newest_archive(path)
     elif not path.is_file():
-        from nlu_engine.errors import NLUError
+        from nlu_engine.contract.errors import NLUError
 
         raise NLUError(f"model '{model}' not found: give an archive (.tar.gz) or a folder of archives")
     with tempfile.TemporaryDirectory(prefix="nlu-check-") as tmp:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 
 RAY_MISSING = "needs Ray: pip install 'nlu-engine[distributed]'"
 

@@ -18,8 +18,8 @@ import sys
 import warnings
 from collections.abc import Iterator
 
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.distributed import require_ray
-from nlu_engine.errors import NLUError
 
 PROBE_SECONDS = 20.0
 TCP_SECONDS = 5.0

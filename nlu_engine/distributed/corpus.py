@@ -29,9 +29,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.corpus.formats import Chunk, Record
 from nlu_engine.corpus.parsing import CorpusJob, GroupOutput, chunk_groups, parse_group
-from nlu_engine.errors import NLUError
 
 #: Ray Data's largest block here: small blocks spread a large chunk (a Parquet row group) over
 #: the actors
@@ -62,7 +62,7 @@ class GroupParser:
     actor starts (again after a restart), from the archive's path with the same allow list."""
 
     def __init__(self, archive: str, allow_components: list[str], output_format: str) -> None:
-        from nlu_engine.model import Model
+        from nlu_engine.assembly.model import Model
 
         self.model = Model.load(archive, allow_components)
         self.output_format = output_format

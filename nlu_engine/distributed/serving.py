@@ -33,9 +33,9 @@ def deployment(
     """
     from ray import serve
 
+    from nlu_engine.assembly.registry import allowed_components
+    from nlu_engine.contract.errors import NLUError
     from nlu_engine.corpus.parsing import archive_path
-    from nlu_engine.errors import NLUError
-    from nlu_engine.registry import allowed_components
 
     if replicas < 1:
         raise NLUError("the number of replicas must be at least 1")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.evaluation.experiments import Progress, RunResult, trial_threads
 
 

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.evaluation.metrics import Evaluation, evaluate, extractors_in, mean
-from nlu_engine.message import Message
 from nlu_engine.training_data.split import stratified_folds, train_test_split
-from nlu_engine.training_data.training_data import TrainingData
 
 #: a config as ``train`` takes it: a file, a parsed dict, or None for the default pipeline
 ConfigSource = str | Path | dict[str, Any] | None
@@ -203,8 +203,8 @@ def train_and_evaluate(
     """Train ``config`` (with ``overrides``) on a fresh copy of ``train_data``, parse the test
     messages and score them. The archive lives in a temporary folder and is gone afterwards.
     ``label`` names the run in progress messages."""
-    from nlu_engine.config import load_config
-    from nlu_engine.model import Model, custom_components, train
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.assembly.model import Model, custom_components, train
 
     progress = progress or Quiet()
     # the config is the user's own: the archive trained from it may load its custom components
@@ -230,7 +230,7 @@ def train_and_evaluate(
 
 def check_configs(configs: Sequence[ConfigSource], overrides: Sequence[str] = ()) -> None:
     """Raise the config's error now, before anything trains."""
-    from nlu_engine.config import load_config
+    from nlu_engine.assembly.config import load_config
 
     for config in configs:
         load_config(config, list(overrides))

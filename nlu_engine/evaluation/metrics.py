@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nlu_engine.classifiers.fallback import FALLBACK_INTENT
-from nlu_engine.message import Message
+from nlu_engine.contract.message import Message
 from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans, f1_score
 
 if TYPE_CHECKING:  # pragma: no cover

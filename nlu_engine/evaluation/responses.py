@@ -22,13 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nlu_engine.contract.message import Message
 from nlu_engine.evaluation.metrics import (
     add_confused_with,
     classification_report,
     complete_report,
     confusion_matrix,
 )
-from nlu_engine.message import Message
 
 DEFAULT_SELECTOR = "default"
 #: Rasa's minimum number of response keys in the test data for response selection to be scored

@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from nlu_engine.component import TOKENS, EntityExtractor, param
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import TEXT, Message, Token
+from nlu_engine.contract.component import TOKENS, EntityExtractor, param
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import TEXT, Message, Token
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import bilou
-from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

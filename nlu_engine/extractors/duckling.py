@@ -36,8 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from nlu_engine.component import EntityExtractor, param
-from nlu_engine.message import Message
+from nlu_engine.contract.component import EntityExtractor, param
+from nlu_engine.contract.message import Message
 
 logger = logging.getLogger(__name__)
 

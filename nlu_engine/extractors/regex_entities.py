@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.component import EntityExtractor
-from nlu_engine.featurizers.sparse.regex import PatternConfig, compile_patterns, extract_patterns
-from nlu_engine.message import Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import EntityExtractor
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data.patterns import PatternConfig, compile_patterns, extract_patterns
 
 logger = logging.getLogger(__name__)
 

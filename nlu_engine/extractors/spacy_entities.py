@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from nlu_engine.component import SPACY_DOC, EntityExtractor
+from nlu_engine.contract.component import SPACY_DOC, EntityExtractor
+from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.loaders.spacy_nlp import MODEL_KEY, get_doc, load_pipeline
-from nlu_engine.message import TEXT, Message
 
 EXTRACTOR_NAME = "SpacyEntityExtractor"
 #: what the NER pipeline leaves out: the dependency parser (NER does not need it)

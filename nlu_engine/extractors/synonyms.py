@@ -19,9 +19,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.component import ENTITIES, Component
-from nlu_engine.message import Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import ENTITIES, Component
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

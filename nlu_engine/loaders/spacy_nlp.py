@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.component import SPACY_DOC, Component, param
-from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Message
-from nlu_engine.paths import shallowest_folder
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.component import SPACY_DOC, Component, param
+from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Message
+from nlu_engine.contract.paths import shallowest_folder
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from nlu_engine.server.http import error_response
 from nlu_engine.server.state import ServerState, load_model, startup_load
 
 if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
 __all__ = ["create_app", "load_model"]
 
@@ -86,7 +86,7 @@ def create_app(
     classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
     ``worker_id`` names this process in ``/status`` (default: ``host:pid``).
     """
-    from nlu_engine.registry import allowed_components
+    from nlu_engine.assembly.registry import allowed_components
 
     path = Path(model_path) if model_path is not None else (model.path if model is not None else None)
     if models_dir is None and path is not None:

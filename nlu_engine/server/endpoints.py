@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
 from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.batching import NoModelError
 from nlu_engine.server.http import RequestError, check_text, error_response, json_response, read_json
 from nlu_engine.server.openapi import openapi_document

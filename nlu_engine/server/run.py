@@ -21,8 +21,8 @@ from typing import Any
 
 import uvicorn
 
-from nlu_engine.errors import NLUError
-from nlu_engine.threads import blas_thread_environment
+from nlu_engine.contract.errors import NLUError
+from nlu_engine.contract.threads import blas_thread_environment
 
 ENV_SETTINGS = "NLU_ENGINE_SERVE"
 logger = logging.getLogger("nlu_engine.server")
@@ -78,7 +78,7 @@ def log_config(level: str = "info") -> dict[str, Any]:
 
 def resolve_model(model: str | Path) -> tuple[Path | None, Path]:
     """(archive to load or None, models folder) for ``-m``: an archive, or a folder (newest)."""
-    from nlu_engine.persistence import newest_archive
+    from nlu_engine.assembly.persistence import newest_archive
 
     path = Path(model)
     if path.is_dir():
@@ -108,7 +108,7 @@ def set_tensorflow_threads(threads: int | None) -> None:
 
 def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) -> None:
     """Validate an archive (members and manifest) without importing the pipeline's libraries."""
-    from nlu_engine.persistence import extract_archive
+    from nlu_engine.assembly.persistence import extract_archive
 
     with tempfile.TemporaryDirectory(prefix="nlu-check-") as tmp:
         extract_archive(path, Path(tmp), allow_components)
@@ -138,7 +138,7 @@ def serve(
     """
     import logging.config
 
-    from nlu_engine.registry import allowed_components
+    from nlu_engine.assembly.registry import allowed_components
     from nlu_engine.server.app import create_app, load_model
 
     if workers < 1:

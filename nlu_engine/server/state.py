@@ -10,13 +10,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.auth import Authenticator
 from nlu_engine.server.batching import MicroBatcher
 from nlu_engine.server.http import RequestError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
 logger = logging.getLogger("nlu_engine.server")
 
@@ -28,7 +28,7 @@ def load_model(path: Path, allow_components: frozenset[str] = frozenset()) -> Mo
 
     ``allow_components``: the custom component classes the archive may import.
     """
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
     start = time.perf_counter()
     model = Model.load(path, allow_components)
@@ -104,7 +104,7 @@ class ServerState:
 
 async def startup_load(state: ServerState) -> None:
     """Load ``state.model_path`` (a folder: its newest archive); on failure run without a model."""
-    from nlu_engine.persistence import newest_archive
+    from nlu_engine.assembly.persistence import newest_archive
 
     path = state.model_path
     assert path is not None

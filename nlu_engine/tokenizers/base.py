@@ -13,9 +13,9 @@ import functools
 import re
 from dataclasses import dataclass
 
-from nlu_engine.component import Tokenizer
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import (
+from nlu_engine.contract.component import Tokenizer
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import (
     INTENT,
     INTENT_RESPONSE_KEY,
     RESPONSE_IDENTIFIER_DELIMITER,

@@ -9,10 +9,10 @@ every tokenizer (``intent_tokenization_flag``), and ``token_pattern`` applies.
 
 from __future__ import annotations
 
-from nlu_engine.component import SPACY_DOC, TOKENS
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.component import SPACY_DOC, TOKENS
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message, Token
 from nlu_engine.loaders.spacy_nlp import get_doc
-from nlu_engine.message import Message, Token
 from nlu_engine.tokenizers.base import BaseTokenizer
 
 POS_TAG_KEY = "pos"

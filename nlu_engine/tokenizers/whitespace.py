@@ -30,7 +30,7 @@ import sys
 import unicodedata
 from typing import ClassVar
 
-from nlu_engine.message import Message, Token
+from nlu_engine.contract.message import Message, Token
 from nlu_engine.tokenizers.base import BaseTokenizer
 
 _EMOJI = re.compile(

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
 
 # `[text]` followed by `(type)`, `(type:value)`, `{json}` or `[json list]` — Rasa's pattern.
 ENTITY_PATTERN = re.compile(

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from nlu_engine.message import Token
+from nlu_engine.contract.message import Token
 
 #: the tag of a token outside every entity (what models are trained on and predict)
 OUTSIDE_TAG = "O"

@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.errors import DataError
-from nlu_engine.message import RESPONSE_IDENTIFIER_DELIMITER
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import RESPONSE_IDENTIFIER_DELIMITER
 from nlu_engine.training_data.rasa_markdown import read_text_file
 
 #: the intents every Rasa domain has (rasa/shared/core/constants.py DEFAULT_INTENTS)

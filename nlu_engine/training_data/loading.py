@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.rasa_json import (
     ROOT_KEY,
     from_rasa_json_dict,
@@ -33,7 +34,6 @@ from nlu_engine.training_data.rasa_markdown import (
     read_text_file,
 )
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml, write_rasa_yaml
-from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

@@ -30,12 +30,12 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.domain import Domain, read_domain
 from nlu_engine.training_data.loading import data_files, detect_format, is_empty, load_file
 from nlu_engine.training_data.rasa_markdown import read_text_file
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml
-from nlu_engine.training_data.training_data import TrainingData
 
 #: a YAML file that holds NLU data: its errors are errors, never a reason to skip it
 NLU_MARKERS = re.compile(r"^(?:nlu|responses)\s*:|^\s+examples\s*:", re.MULTILINE)

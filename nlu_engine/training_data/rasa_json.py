@@ -18,15 +18,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.errors import DataError
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.annotations import synonyms_from_entities
 from nlu_engine.training_data.rasa_markdown import (
     expand_lookup_files,
     read_lookup_file,
     split_retrieval_intent,
 )
-from nlu_engine.training_data.training_data import TrainingData
 
 ROOT_KEY = "rasa_nlu_data"
 _EXAMPLE_LISTS = ("common_examples", "intent_examples", "entity_examples")

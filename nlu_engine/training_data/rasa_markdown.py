@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from nlu_engine.errors import DataError, closest
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import DataError, closest
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.annotations import parse_annotated, synonyms_from_entities
-from nlu_engine.training_data.training_data import TrainingData
 
 SECTIONS = ("intent", "synonym", "regex", "lookup")
 

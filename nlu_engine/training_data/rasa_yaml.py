@@ -45,8 +45,9 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.errors import DataError, closest
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import DataError, closest
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.annotations import (
     parse_annotated,
     synonyms_from_entities,
@@ -57,7 +58,6 @@ from nlu_engine.training_data.rasa_markdown import (
     read_lookup_file,
     split_retrieval_intent,
 )
-from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

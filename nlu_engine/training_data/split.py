@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.training_data import TrainingData
 
 
 def _groups(data: TrainingData) -> list[tuple[str, list[int]]]:

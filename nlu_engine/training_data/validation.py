@@ -22,10 +22,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from nlu_engine.message import Token
+from nlu_engine.contract.message import Token
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.bilou import misaligned_entities
 from nlu_engine.training_data.domain import DEFAULT_INTENTS, Domain
-from nlu_engine.training_data.training_data import TrainingData
 
 MIN_EXAMPLES_PER_INTENT = 2
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from nlu_engine.classifiers.fallback import FallbackClassifier, undo_fallback_prediction
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
 
 
 def predicted(*ranking: tuple[str, float]) -> Message:
@@ -66,7 +66,7 @@ def test_undo() -> None:
 
 
 def test_needs_an_intent_classifier_before_it() -> None:
-    from nlu_engine.config import load_config
+    from nlu_engine.assembly.config import load_config
 
     with pytest.raises(ConfigError, match="intent"):
         load_config(
@@ -80,8 +80,8 @@ def test_needs_an_intent_classifier_before_it() -> None:
 
 
 def test_gibberish_gives_nlu_fallback(tmp_path: Path) -> None:
-    from nlu_engine.model import Model, train
-    from nlu_engine.training_data.training_data import TrainingData
+    from nlu_engine.assembly.model import Model, train
+    from nlu_engine.contract.training_data import TrainingData
 
     examples = {
         "greet": ["hello", "hi there", "good morning", "hey"],

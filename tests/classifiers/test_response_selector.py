@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.model import Model
+from nlu_engine.assembly.model import train as train_archive
+from nlu_engine.assembly.persistence import save_archive
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.assembly.registry import COMPONENTS
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.response_selector import ResponseSelector
-from nlu_engine.component import config_fields
-from nlu_engine.config import load_config
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import Message
-from nlu_engine.model import Model
-from nlu_engine.model import train as train_archive
-from nlu_engine.persistence import save_archive
-from nlu_engine.pipeline import Pipeline
-from nlu_engine.registry import COMPONENTS
+from nlu_engine.contract.component import config_fields
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml
-from nlu_engine.training_data.training_data import TrainingData
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SELECTOR = "nlu_engine.classifiers.response_selector.ResponseSelector"

@@ -18,10 +18,10 @@ from nlu_engine.classifiers.sklearn_intent import (
     pairwise_probabilities,
     sigmoid_train,
 )
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-from nlu_engine.training_data.training_data import TrainingData
 
 EXAMPLES = {
     "greet": ["hello", "hi there", "good morning", "hey", "hello friend", "hi", "good evening"],

@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from nlu_engine.cli import allow
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 CANARY_MODULE = """\
 from pathlib import Path
 
@@ -51,7 +51,7 @@ def one_line_error(result: subprocess.CompletedProcess[str], *fragments: str) ->
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory: pytest.TempPathFactory, tiny_data_path: Path) -> Path:
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     return train(LOGREG, tiny_data_path, out=tmp_path_factory.mktemp("good"), fixed_model_name="good",
                  log=None)
@@ -88,7 +88,7 @@ def test_parse_refuses_a_module_from_the_working_directory(good: Path, workdir: 
 def test_allowing_it_imports_it_and_it_must_be_a_component(good: Path, workdir: Path) -> None:
     with_first_component(good, workdir / "bad.tar.gz", "evilmod.Evil")
     result = run("parse", "-m", "bad.tar.gz", "--allow-component", "evilmod.Evil", "hello", cwd=workdir)
-    one_line_error(result, "is not a subclass of nlu_engine.component.Component")
+    one_line_error(result, "is not a subclass of nlu_engine.contract.component.Component")
     assert (workdir / "canary.txt").exists(), "allowed: the user trusts that code"
 
 
@@ -118,7 +118,7 @@ def test_a_bad_allow_component_value(good: Path, workdir: Path, name: str) -> No
 
 
 def test_a_legitimate_archive_parses_as_before(good: Path, workdir: Path) -> None:
-    from nlu_engine.model import Model
+    from nlu_engine.assembly.model import Model
 
     result = run("parse", "-m", str(good), "hello there", cwd=workdir)
     assert result.returncode == 0, result.stderr

@@ -14,7 +14,7 @@ from nlu_engine.cli.main import main
 EXTRACTOR = '''
 import json
 from dataclasses import dataclass
-from nlu_engine.component import EntityExtractor
+from nlu_engine.contract.component import EntityExtractor
 
 
 class WordExtractor(EntityExtractor):

@@ -23,7 +23,7 @@ MESSAGES = [
 
 @pytest.fixture(scope="session")
 def logreg_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     out = tmp_path_factory.mktemp("corpus-model")
     return train("logreg", str(DATA), out=out, fixed_model_name="logreg", log=None)

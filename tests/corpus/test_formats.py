@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.contract.errors import DataError, NLUError
 from nlu_engine.corpus.formats import (
     FORMATS,
     Chunk,
@@ -17,7 +18,6 @@ from nlu_engine.corpus.formats import (
     plan_chunks,
     read_chunk,
 )
-from nlu_engine.errors import DataError, NLUError
 
 
 def read_all(path: Path, fmt: str, chunk_rows: int = 1024, max_chars: int = 2000, **kw: str) -> list[Record]:

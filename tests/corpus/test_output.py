@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.corpus.formats import Record
 from nlu_engine.corpus.output import CorpusWriter, check_output, encode_row
-from nlu_engine.errors import NLUError
 
 RESULT = {"text": "hi", "intent": {"name": "greet", "confidence": 0.9}, "entities": [],
           "intent_ranking": [{"name": "greet", "confidence": 0.9}], "text_tokens": [[0, 2]]}

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.corpus.formats import Record
 from nlu_engine.corpus.output import CorpusWriter
 from nlu_engine.corpus.parsing import (
@@ -18,8 +20,6 @@ from nlu_engine.corpus.parsing import (
     parse_with_processes,
     write_outputs,
 )
-from nlu_engine.errors import NLUError
-from nlu_engine.model import Model
 from tests.corpus.conftest import corpus_texts, read_jsonl
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.distributed.cluster import check_address, split_address
-from nlu_engine.errors import NLUError
 from tests.cli.test_cli import DATA, assert_user_error, run
 
 pytest.importorskip("ray")

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from nlu_engine.assembly.model import Model
 from nlu_engine.corpus.output import CorpusWriter
 from nlu_engine.corpus.parsing import CorpusJob, parse_in_process, write_outputs
-from nlu_engine.model import Model
 from tests.corpus.conftest import corpus_texts
 
 
@@ -111,8 +111,8 @@ def test_groups_out_of_plan_are_refused() -> None:
 
 @pytest.mark.slow
 def test_a_model_the_actors_cannot_load_is_one_line(ray_local: Any, tmp_path: Path) -> None:
+    from nlu_engine.contract.errors import NLUError
     from nlu_engine.distributed.corpus import parse_on_ray
-    from nlu_engine.errors import NLUError
 
     corpus = tmp_path / "in.txt"
     corpus.write_text("hi\n", encoding="utf-8")

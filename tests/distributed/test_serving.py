@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from nlu_engine.errors import NLUError
-from nlu_engine.model import Model
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.errors import NLUError
 from tests.server.server_process import free_port
 
 pytest.importorskip("ray.serve")

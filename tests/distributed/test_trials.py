@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nlu_engine.errors import NLUError
+from nlu_engine.contract.errors import NLUError
 from nlu_engine.evaluation.experiments import compare_configs, cross_validate
 from nlu_engine.training_data import load_data
 from tests.cli.test_cli import DATA, run

@@ -2,7 +2,7 @@
 
 import pytest
 
-from nlu_engine.message import Message
+from nlu_engine.contract.message import Message
 
 
 def _entity(entity, start, end, text, extractor="X"):

@@ -6,7 +6,7 @@ every time, so a fold run alone must score what it scored inside the whole cross
 
 import pytest
 
-from nlu_engine.errors import ConfigError, DataError
+from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.evaluation.experiments import (
     Quiet,
     aggregate_folds,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.contract.message import Message
 from nlu_engine.evaluation import evaluate, write_reports
-from nlu_engine.message import Message
 
 CHROMIUM = Path("/usr/bin/chromium")
 

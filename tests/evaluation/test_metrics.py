@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from nlu_engine.contract.message import Message
 from nlu_engine.evaluation.metrics import (
     SPAN_EXACT,
     SPAN_OVERLAP,
@@ -20,7 +21,6 @@ from nlu_engine.evaluation.metrics import (
     token_labels,
     undo_fallback,
 )
-from nlu_engine.message import Message
 from nlu_engine.training_data.bilou import NO_ENTITY_LABEL
 
 

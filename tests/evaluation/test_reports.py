@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from nlu_engine.contract.message import Message
 from nlu_engine.evaluation.metrics import evaluate
 from nlu_engine.evaluation.reports import (
     format_comparison,
@@ -12,7 +13,6 @@ from nlu_engine.evaluation.reports import (
     write_comparison,
     write_reports,
 )
-from nlu_engine.message import Message
 
 
 def test_write_reports_files_without_plots(tmp_path, booking_case):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from nlu_engine.contract.message import Message
 from nlu_engine.evaluation.metrics import evaluate
 from nlu_engine.evaluation.responses import evaluate_response_selection, predicted_response
-from nlu_engine.message import Message
 
 
 def selector_output(retrieval: str | None, key: str | None, confidence: float = 0.8) -> dict:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from nlu_engine.assembly.model import Model
 from nlu_engine.cli.main import main
-from nlu_engine.message import Message
-from nlu_engine.model import Model
+from nlu_engine.contract.message import Message
 
 ROOT = Path(__file__).resolve().parents[2]
 RASA_INIT = ROOT / "examples" / "rasa_init"

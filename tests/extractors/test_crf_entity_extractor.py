@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("pycrfsuite")
 
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.extractors.crf_entity_extractor import CRFEntityExtractor
 from nlu_engine.featurizers.sparse.regex import RegexFeaturizer
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from nlu_engine.training_data.annotations import parse_annotated
-from nlu_engine.training_data.training_data import TrainingData
 
 CITIES = ["Berlin", "London", "Madrid", "Vienna", "Oslo", "Athens", "Lisbon", "Dublin", "Prague"]
 

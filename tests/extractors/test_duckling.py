@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.contract.message import Message
 from nlu_engine.extractors.duckling import RETRY_SECONDS, DucklingEntityExtractor, rasa_entities
-from nlu_engine.message import Message
-from nlu_engine.model import Model, train
 from tests.extractors.duckling_stub import TOMORROW, WEEKEND, DucklingStub
 
 

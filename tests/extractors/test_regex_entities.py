@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.extractors.regex_entities import RegexEntityExtractor
-from nlu_engine.message import Message
 from nlu_engine.training_data.annotations import parse_annotated
-from nlu_engine.training_data.training_data import TrainingData
 
 REGEXES = [
     {"name": "booking_id", "pattern": "[A-Z]{2}[0-9]{6}"},
@@ -119,7 +119,7 @@ def test_persist_and_load(tmp_path: Path) -> None:
 
 
 def test_in_a_trained_model(tmp_path: Path) -> None:
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.model import Model, train
 
     config = {
         "language": "en",

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.extractors.synonyms import EntitySynonymMapper
-from nlu_engine.message import Message
 from nlu_engine.training_data.annotations import parse_annotated
-from nlu_engine.training_data.training_data import TrainingData
 
 
 def data(synonyms: dict[str, str] | None = None, *annotated: str) -> TrainingData:
@@ -102,7 +102,7 @@ def test_persist_and_load(tmp_path: Path) -> None:
 
 
 def test_in_a_trained_model(tmp_path: Path) -> None:
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.model import Model, train
 
     config = {
         "language": "en",

@@ -15,9 +15,9 @@ import pytest
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
+from nlu_engine.contract.message import Message
 from nlu_engine.featurizers.dense.bert import load_weights
 from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from tests.featurizers.tiny_bert import HIDDEN, LAYERS, sentence_transformers_files, tiny_bert
 

@@ -13,11 +13,11 @@ import pytest
 import scipy.sparse
 from sklearn.feature_extraction.text import CountVectorizer
 
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-from nlu_engine.training_data.training_data import TrainingData
 
 TEXTS = [
     ("I want 2 Tacos, now!", "order_food"),
@@ -341,7 +341,7 @@ def test_repeated_processing_is_stable() -> None:
 # --- fine-tuning: the vocabulary grows, stored columns keep their ids -----------------------------
 def _grown(config: dict[str, Any], old: list[tuple[str, str | None]],
            new: list[tuple[str, str | None]]) -> tuple[CountVectorsFeaturizer, CountVectorsFeaturizer]:
-    from nlu_engine.component import FinetuneOptions
+    from nlu_engine.contract.component import FinetuneOptions
 
     previous = CountVectorsFeaturizer(**config)
     previous.train(TrainingData(messages=make_messages(old)))
@@ -387,7 +387,7 @@ def test_finetune_respects_max_features(caplog: pytest.LogCaptureFixture) -> Non
 
 
 def test_finetune_needs_a_stored_vocabulary() -> None:
-    from nlu_engine.component import CannotResume, FinetuneOptions
+    from nlu_engine.contract.component import CannotResume, FinetuneOptions
 
     with pytest.raises(CannotResume, match="no stored vocabulary"):
         CountVectorsFeaturizer().finetune(TrainingData(messages=make_messages()),

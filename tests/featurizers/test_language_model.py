@@ -20,17 +20,17 @@ import pytest
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
-from nlu_engine import registry
-from nlu_engine.config import load_config
-from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.assembly import registry
+from nlu_engine.assembly.config import load_config
+from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece, weights_checksum
 from nlu_engine.featurizers.dense.language_model import (
     LanguageModelFeaturizer,
     resolve_weights,
 )
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-from nlu_engine.training_data.training_data import TrainingData
 from tests.featurizers.tiny_bert import HIDDEN, VOCAB, sentence_transformers_files, tiny_bert
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -287,7 +287,7 @@ def test_rasa_model_names_other_than_bert_are_refused_with_what_to_write(name: s
 def test_pipeline_trains_saves_loads_and_parses(
     bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
 ) -> None:
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.model import Model, train
 
     config = {
         "language": "en",
@@ -308,7 +308,7 @@ def test_pipeline_trains_saves_loads_and_parses(
 
 @pytest.mark.parametrize("pipeline", ["diet_bert.yml", "diet_bert_finetuned.yml"])
 def test_shipped_pipeline_validates(monkeypatch: pytest.MonkeyPatch, pipeline: str) -> None:
-    from nlu_engine.config import load_config
+    from nlu_engine.assembly.config import load_config
 
     target = LM.rpartition(".")[0] + ":LanguageModelFeaturizer"
     monkeypatch.setitem(registry.COMPONENTS, "LanguageModelFeaturizer", target)
@@ -437,7 +437,7 @@ def test_a_fine_tuned_model_parses_without_tensorflow(
     import subprocess
     import sys
 
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.model import Model, train
 
     diet = {"name": "DIETClassifier", "epochs": 2, "number_of_transformer_layers": 1,
             "transformer_size": 16, "number_of_attention_heads": 2, "run_eagerly": True,
@@ -453,7 +453,7 @@ def test_a_fine_tuned_model_parses_without_tensorflow(
     expected = Model.load(archive).parse_batch(texts)
     script = (
         "import json, sys\n"
-        "from nlu_engine.model import Model\n"
+        "from nlu_engine.assembly.model import Model\n"
         f"results = Model.load({str(archive)!r}).parse_batch({texts!r})\n"
         "print(json.dumps([results, 'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.lexical_syntactic import LexicalSyntacticFeaturizer
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-from nlu_engine.training_data.training_data import TrainingData
 
 
 def tokenized(*texts: str) -> list[Message]:
@@ -148,7 +148,7 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
 
 
 def test_finetune_appends_new_values_after_the_stored_columns() -> None:
-    from nlu_engine.component import FinetuneOptions
+    from nlu_engine.contract.component import FinetuneOptions
 
     features = [["low"], ["prefix2", "digit"]]
     previous = LexicalSyntacticFeaturizer(features=features)

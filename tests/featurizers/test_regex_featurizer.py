@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import scipy.sparse
 
-from nlu_engine.errors import DataError
-from nlu_engine.featurizers.sparse.regex import RegexFeaturizer, lookup_table_regex
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.featurizers.sparse.regex import RegexFeaturizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.training_data.patterns import lookup_table_regex
 
 PATTERNS = [
     {"name": "number", "pattern": "[0-9]+"},
@@ -179,7 +180,7 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
 
 
 def test_finetune_keeps_stored_patterns_in_their_columns_and_appends_new_ones() -> None:
-    from nlu_engine.component import FinetuneOptions
+    from nlu_engine.contract.component import FinetuneOptions
 
     previous = RegexFeaturizer()
     previous.train(TrainingData(regex_features=PATTERNS))

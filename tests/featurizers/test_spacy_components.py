@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("spacy")
 
-from nlu_engine import registry
-from nlu_engine.errors import ConfigError
+from nlu_engine.assembly import registry
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
 from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, get_doc
-from nlu_engine.message import Message
 from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from tests.spacy_models import needs_md, needs_sm
@@ -129,8 +129,8 @@ def test_blank_and_empty_messages() -> None:
 def test_spacy_pipeline_trains_saves_loads_and_parses(
     tmp_path: Path, tiny_data_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from nlu_engine.config import load_config
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.assembly.model import Model, train
 
     for name, target in COMPONENTS.items():
         monkeypatch.setitem(registry.COMPONENTS, name, target)

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("spacy")
 
-from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, lowercase_keeping_offsets, resolve_model
 from tests.spacy_models import needs_md
 

@@ -20,11 +20,11 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
-from nlu_engine.model import train
+from nlu_engine.assembly.model import train
 from nlu_engine.server.app import create_app
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-LOGREG = PROJECT_ROOT / "pipelines" / "logreg.yml"
+LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 SENTIMENT = "examples.custom_components.sentiment.SentimentAnalyzer"
 CANARY_MODULE = """\
 from pathlib import Path

@@ -20,7 +20,7 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from nlu_engine.model import Model, train  # noqa: E402
+from nlu_engine.assembly.model import Model, train  # noqa: E402
 from tests.server.server_process import ServerProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

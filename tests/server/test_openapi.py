@@ -17,7 +17,7 @@ pytest.importorskip("starlette")
 
 from starlette.testclient import TestClient
 
-from nlu_engine.model import train
+from nlu_engine.assembly.model import train
 from nlu_engine.server.app import create_app
 from nlu_engine.server.openapi import openapi_document
 
@@ -28,8 +28,8 @@ OPEN = ["/", "/version", "/health", "/openapi.json"]
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory, tiny_data_path: Path) -> Path:
     folder = tmp_path_factory.mktemp("models")
-    train(PROJECT_ROOT / "pipelines" / "logreg.yml", tiny_data_path, out=folder, fixed_model_name="good",
-          log=None)
+    train(PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml", tiny_data_path, out=folder,
+          fixed_model_name="good", log=None)
     (folder / "notes.txt").write_text("not a model")
     return folder
 

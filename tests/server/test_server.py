@@ -24,7 +24,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from nlu_engine import __version__  # noqa: E402
-from nlu_engine.model import Model, train  # noqa: E402
+from nlu_engine.assembly.model import Model, train  # noqa: E402
 from nlu_engine.server.auth import Authenticator, decode_jwt, encode_jwt  # noqa: E402
 from nlu_engine.server.batching import MicroBatcher, NoModelError  # noqa: E402
 from tests.server.server_process import ServerProcess  # noqa: E402

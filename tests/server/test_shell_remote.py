@@ -12,9 +12,9 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+from nlu_engine.assembly.model import Model, train
 from nlu_engine.cli.remote import RemoteParser
-from nlu_engine.errors import NLUError
-from nlu_engine.model import Model, train
+from nlu_engine.contract.errors import NLUError
 from tests.server.server_process import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]

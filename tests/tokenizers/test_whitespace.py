@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import Message, Token
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message, Token
 from nlu_engine.tokenizers.base import apply_token_pattern, split_label
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 

@@ -1,6 +1,6 @@
 import pytest
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
 from nlu_engine.training_data.annotations import (
     parse_annotated,
     synonyms_from_entities,

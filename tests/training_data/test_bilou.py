@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from nlu_engine.message import Token
+from nlu_engine.contract.message import Token
 from nlu_engine.training_data.bilou import (
     bilou_constraints,
     bilou_prefix,
@@ -400,7 +400,7 @@ def test_bilou_span_is_cut_at_a_comma_when_splitting_by_comma(split, expected):
 
 
 def test_misaligned_notice_names_the_skipped_annotations_in_one_line() -> None:
-    from nlu_engine.message import Message
+    from nlu_engine.contract.message import Message
     from nlu_engine.training_data import bilou
 
     text = "fly to Berlin today"

@@ -2,7 +2,7 @@ from collections import Counter
 
 import pytest
 
-from nlu_engine.message import Message
+from nlu_engine.contract.message import Message
 from nlu_engine.training_data import TrainingData
 from nlu_engine.training_data.split import stratified_folds, train_test_split
 

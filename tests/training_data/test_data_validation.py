@@ -1,7 +1,7 @@
 import json
 import re
 
-from nlu_engine.message import Message, Token
+from nlu_engine.contract.message import Message, Token
 from nlu_engine.training_data import TrainingData
 from nlu_engine.training_data.annotations import parse_annotated
 from nlu_engine.training_data.domain import Domain

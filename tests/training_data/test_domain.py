@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
 from nlu_engine.training_data.domain import DEFAULT_INTENTS, parse_domain, read_domain
 
 DOMAIN = """version: "3.1"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.errors import DataError
+from nlu_engine.contract.errors import DataError
 from nlu_engine.training_data import load_data
 from nlu_engine.training_data.project import read_project
 

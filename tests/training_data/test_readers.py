@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.errors import DataError
-from nlu_engine.message import Message
+from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
 from nlu_engine.training_data import TrainingData, load_data, write_data
 from nlu_engine.training_data.loading import load_file
 from nlu_engine.training_data.rasa_json import dump_rasa_json, parse_rasa_json

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.classifiers.diet.loop import Callback, LoopState
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.allocator import return_free_memory
+from nlu_engine.contract.errors import ConfigError
 
 #: scores of encoded examples: intent accuracy "i_acc" and a token F1 per tag set ("e_f1", ...)
 Score = Callable[[Any], dict[str, float]]
@@ -178,3 +179,10 @@ class EarlyStopping(Callback):
             self.network.set_weights(self.best_weights)
             state.history["restored_epoch"] = self.best_epoch
             self.best_weights = None
+
+
+class ReturnFreeMemory(Callback):
+    """Trims the heap after every epoch (``return_free_memory``)."""
+
+    def on_epoch_end(self, state: LoopState, metrics: dict[str, float]) -> None:
+        return_free_memory()

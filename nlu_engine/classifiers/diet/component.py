@@ -18,7 +18,7 @@ import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.component import (
+from nlu_engine.contract.component import (
     ENTITIES,
     FEATURES,
     INTENT,
@@ -30,12 +30,12 @@ from nlu_engine.component import (
     TrainableEncoder,
     param,
 )
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import INTENT as INTENT_ATTRIBUTE
-from nlu_engine.message import TEXT, Message
-from nlu_engine.npz import load_npz
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import INTENT as INTENT_ATTRIBUTE
+from nlu_engine.contract.message import TEXT, Message
+from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import bilou
-from nlu_engine.training_data.training_data import TrainingData
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.encoders import EncoderSlot

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.component import TrainableEncoder
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import TEXT, Message
+from nlu_engine.contract.component import TrainableEncoder
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import TEXT, Message
 
 
 @dataclass

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.nn.attention import attention, mask_bias, merge_heads, relative_positions, split_qkv
 from nlu_engine.nn.ops import gelu, layer_norm
-from nlu_engine.threads import single_blas_thread
 from nlu_engine.training_data.bilou import bilou_constraints
 
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)

@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names as names
-from nlu_engine.component import CannotResume, FinetuneOptions
-from nlu_engine.message import Message
+from nlu_engine.contract.component import CannotResume, FinetuneOptions
+from nlu_engine.contract.message import Message
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.component import DIETClassifier

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet.allocator import ReturnFreeMemory, large_blocks_on_heap
 from nlu_engine.classifiers.diet.batching import (
     EncodedData,
     balanced_order,
@@ -32,6 +31,7 @@ from nlu_engine.classifiers.diet.callbacks import (
     History,
     HoldoutEvaluation,
     ProgressBar,
+    ReturnFreeMemory,
     TagF1Monitor,
     TensorBoardLogger,
     require_tensorboard,
@@ -41,6 +41,7 @@ from nlu_engine.classifiers.diet.loop import Callback, train_epochs
 from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
 from nlu_engine.classifiers.diet.optimizer import linear_decay, warmup_linear_decay
 from nlu_engine.classifiers.diet.steps import DIETTrainer
+from nlu_engine.contract.allocator import large_blocks_on_heap
 from nlu_engine.training_data.bilou import bilou_constraints, f1_score
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -41,10 +41,10 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.nn.attention import attention, mask_bias, merge_heads, split_qkv
 from nlu_engine.nn.ops import gelu, layer_norm
-from nlu_engine.threads import single_blas_thread
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

@@ -54,8 +54,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from nlu_engine.component import DenseFeaturizer, EncoderOptimization, param
-from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.contract.component import DenseFeaturizer, EncoderOptimization, param
+from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.contract.paths import shallowest_folder
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense.bert import (
     CONFIG_FILE,
     WEIGHTS_FILE,
@@ -68,9 +71,6 @@ from nlu_engine.featurizers.dense.bert import (
     model_files_present,
     weights_checksum,
 )
-from nlu_engine.message import TEXT, TEXT_ATTRIBUTES, Features, Message
-from nlu_engine.paths import shallowest_folder
-from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

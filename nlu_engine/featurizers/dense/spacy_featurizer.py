@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from nlu_engine.component import SPACY_DOC, TOKENS, DenseFeaturizer
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.component import SPACY_DOC, TOKENS, DenseFeaturizer
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message, Token
 from nlu_engine.loaders.spacy_nlp import get_doc
-from nlu_engine.message import TEXT_ATTRIBUTES, Features, Message, Token
 
 logger = logging.getLogger(__name__)
 _WARNED_NO_VECTORS: set[int] = set()  # id(vocab) of pipelines already warned about

@@ -42,7 +42,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import (
+from nlu_engine.contract.component import (
     SPARSE_FEATURES,
     CannotResume,
     Component,
@@ -50,9 +50,9 @@ from nlu_engine.component import (
     FinetuneOptions,
     param,
 )
-from nlu_engine.errors import ConfigError
-from nlu_engine.message import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES, Features, Message, Token
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import LABEL_ATTRIBUTES, TEXT_ATTRIBUTES, Features, Message, Token
+from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 

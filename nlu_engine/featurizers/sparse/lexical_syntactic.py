@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.component import (
+from nlu_engine.contract.component import (
     SPARSE_FEATURES,
     CannotResume,
     Component,
@@ -32,9 +32,9 @@ from nlu_engine.component import (
     FinetuneOptions,
     param,
 )
-from nlu_engine.errors import ConfigError, closest
-from nlu_engine.message import TEXT, Features, Message, Token
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.errors import ConfigError, closest
+from nlu_engine.contract.message import TEXT, Features, Message, Token
+from nlu_engine.contract.training_data import TrainingData
 
 FEATURE_TO_IDX_FILE = "feature_to_idx.json"
 BEGIN_OF_SENTENCE = "BOS"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.config import load_config
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
-from nlu_engine.training_data.training_data import TrainingData
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from nlu_engine.classifiers.diet.callbacks import (
     require_tensorboard,
 )
 from nlu_engine.classifiers.diet.loop import LoopState
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError
 
 
 class FakeNetwork:
@@ -139,7 +139,7 @@ def test_progress_entity_f1_is_decoded_training_examples(featurized) -> None:
     """The history's tag F1 is Viterbi decoding of training examples, as prediction decodes."""
     pytest.importorskip("tensorflow")
     from nlu_engine.classifiers.diet.component import DIETClassifier
-    from nlu_engine.message import TEXT
+    from nlu_engine.contract.message import TEXT
     from nlu_engine.training_data import bilou
 
     _, data = featurized

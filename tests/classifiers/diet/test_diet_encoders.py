@@ -13,12 +13,12 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 pytest.importorskip("tensorflow")
 
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.encoders import dense_columns, encoder_slots, ragged_inputs
-from nlu_engine.config import load_config
+from nlu_engine.contract.message import Features, Message
 from nlu_engine.featurizers.dense.bert import load_weights
-from nlu_engine.message import Features, Message
-from nlu_engine.pipeline import Pipeline
 from nlu_engine.training_data import load_data
 from tests.featurizers.tiny_bert import tiny_bert
 

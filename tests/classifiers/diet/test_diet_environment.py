@@ -13,7 +13,7 @@ DEFAULT_PIPELINE = Path(__file__).resolve().parents[3] / "nlu_engine" / "pipelin
 # import DIET's modules that need no TensorFlow, build the default pipeline, then report
 SNIPPET = (
     "import os, sys; import nlu_engine.classifiers.diet.component, nlu_engine.classifiers.diet.inference; "
-    "from nlu_engine.config import load_config; from nlu_engine.pipeline import Pipeline; "
+    "from nlu_engine.assembly.config import load_config; from nlu_engine.assembly.pipeline import Pipeline; "
     f"Pipeline.build(load_config({str(DEFAULT_PIPELINE)!r}, None)); "
     "print(os.environ.get('TF_ENABLE_ONEDNN_OPTS'), 'tensorflow' in sys.modules)"
 )

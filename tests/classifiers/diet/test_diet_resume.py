@@ -10,6 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.finetune import RESUMED, REUSED, finetune_pipeline, fingerprints
+from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.resume import (
     ResumePlan,
@@ -18,13 +21,10 @@ from nlu_engine.classifiers.diet.resume import (
     name_rows,
     remap,
 )
-from nlu_engine.component import CannotResume, FinetuneOptions
-from nlu_engine.config import load_config
-from nlu_engine.finetune import RESUMED, REUSED, finetune_pipeline, fingerprints
-from nlu_engine.message import Message
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.contract.component import CannotResume, FinetuneOptions
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
-from nlu_engine.training_data.training_data import TrainingData
 
 
 # --- the row maps (NumPy only) ------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_a_model_that_does_not_record_its_layout_cannot_resume(
 
 
 def _featurized(pipeline: Pipeline, data: TrainingData) -> TrainingData:
-    from nlu_engine.pipeline import fresh_copies
+    from nlu_engine.assembly.pipeline import fresh_copies
 
     copy = fresh_copies(data)
     for component in pipeline.components[:3]:
@@ -224,7 +224,7 @@ def _featurized(pipeline: Pipeline, data: TrainingData) -> TrainingData:
 def test_fine_tuning_a_fine_tuned_archive_again_and_again(tmp_path: Path, tiny: TrainingData) -> None:
     """Rasa's fine-tuning broke on the second round (#8973): here each round starts from the
     archive the round before wrote, and the data grows by an intent, then an entity type."""
-    from nlu_engine.model import Model, train
+    from nlu_engine.assembly.model import Model, train
 
     cfg = diet_config(epochs=2)
     rounds = [

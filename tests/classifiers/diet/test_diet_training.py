@@ -13,14 +13,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.loop import Callback, LoopState
-from nlu_engine.config import load_config
-from nlu_engine.message import Message
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
 from nlu_engine.training_data.split import train_test_split
-from nlu_engine.training_data.training_data import TrainingData
 
 pytest.importorskip("tensorflow")
 
@@ -146,7 +146,7 @@ def test_default_pipeline_on_snips_scores_near_the_documented_results() -> None:
     if not (folder / "train.md").is_file():
         pytest.skip(f"the SNIPS data set is not at {folder.resolve()}")
     train, test = load_data([folder / "train.md"]), load_data([folder / "test.md"])
-    pipeline = Pipeline.build(load_config(str(PROJECT_ROOT / "pipelines" / "diet.yml"), None))
+    pipeline = Pipeline.build(load_config(str(PROJECT_ROOT / "nlu_engine" / "pipelines" / "diet.yml"), None))
     start = time.perf_counter()
     pipeline.train(train, log=None)
     seconds = time.perf_counter() - start

@@ -18,7 +18,7 @@ from rasa_sdk import Tracker  # noqa: E402
 from rasa_sdk.executor import ActionExecutor  # noqa: E402
 
 from examples.action_server import actions  # noqa: E402
-from nlu_engine.model import Model, train  # noqa: E402
+from nlu_engine.assembly.model import Model, train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[3]
 PROJECT = ROOT / "examples" / "travel_assistant"

@@ -1,4 +1,4 @@
-"""glibc allocator tuning (allocator.py): set for training, reset after it, trim per epoch."""
+"""glibc allocator tuning (contract/allocator.py): set for training, reset after it, trim per epoch."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from nlu_engine.classifiers.diet import allocator
+from nlu_engine.classifiers.diet.callbacks import ReturnFreeMemory
 from nlu_engine.classifiers.diet.loop import LoopState
+from nlu_engine.contract import allocator
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def test_thresholds_are_raised_for_training_and_reset_even_when_it_fails(calls: 
 
 def test_free_memory_is_returned_after_every_epoch(calls: list) -> None:
     state = LoopState(trainer=None, epochs=2)  # type: ignore[arg-type]
-    allocator.ReturnFreeMemory().on_epoch_end(state, {})
+    ReturnFreeMemory().on_epoch_end(state, {})
     assert calls == [("malloc_trim", 0)]
 
 

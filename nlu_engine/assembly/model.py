@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.component import FinetuneOptions
-from nlu_engine.config import PipelineConfig, load_config
-from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.finetune import fingerprints
-from nlu_engine.pipeline import Pipeline, _stderr
+from nlu_engine.assembly.config import PipelineConfig, load_config
+from nlu_engine.assembly.finetune import fingerprints
+from nlu_engine.assembly.pipeline import Pipeline, _stderr
+from nlu_engine.contract.component import FinetuneOptions
+from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.domain import DEFAULT_INTENTS
 from nlu_engine.training_data.intent_message import unpack_intent_message
-from nlu_engine.training_data.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def train(
         base = Path(out) if finetune is True else Path(finetune)
         return finetune_model(base, config, data, out, fixed_model_name, overrides, log,
                               finetune_options, allow_components, domain)
-    from nlu_engine.persistence import save_archive
+    from nlu_engine.assembly.persistence import save_archive
 
     cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
     if log:
@@ -85,12 +85,12 @@ def finetune_model(
     ``config`` None means the model's own config (with ``overrides``). The model may import the
     custom components ``config`` names and those in ``allow_components``. Everything is checked
     before anything trains: the archive, the config against the model's
-    (:func:`nlu_engine.finetune.check_compatible`), the data. Each component is reused, resumed
-    or trained from scratch (:func:`nlu_engine.finetune.finetune_pipeline`).
+    (:func:`nlu_engine.assembly.finetune.check_compatible`), the data. Each component is reused, resumed
+    or trained from scratch (:func:`nlu_engine.assembly.finetune.finetune_pipeline`).
     """
-    from nlu_engine.finetune import check_compatible, finetune_pipeline, summary_lines
-    from nlu_engine.persistence import load_archive, newest_archive, save_archive
-    from nlu_engine.registry import allowed_components
+    from nlu_engine.assembly.finetune import check_compatible, finetune_pipeline, summary_lines
+    from nlu_engine.assembly.persistence import load_archive, newest_archive, save_archive
+    from nlu_engine.assembly.registry import allowed_components
 
     base = Path(base)
     advice = "train one first, or name it: --finetune MODEL"
@@ -222,7 +222,7 @@ def custom_components(config: str | Path | dict[str, Any] | PipelineConfig) -> l
     The config is the user's own, so it is read and validated as for training (which imports
     its custom components).
     """
-    from nlu_engine.registry import registered_name
+    from nlu_engine.assembly.registry import registered_name
 
     cfg = config if isinstance(config, PipelineConfig) else load_config(config)
     return [step.name for step in cfg.steps if registered_name(step.name) is None]
@@ -244,8 +244,8 @@ class Model:
         only if they are in ``allow_components`` (import paths such as
         ``my_package.module.MyComponent``); nothing else is imported.
         """
-        from nlu_engine.persistence import load_archive
-        from nlu_engine.registry import allowed_components
+        from nlu_engine.assembly.persistence import load_archive
+        from nlu_engine.assembly.registry import allowed_components
 
         allowed = allowed_components(allow_components)
         pipeline, manifest, resolved = load_archive(Path(path), allowed)

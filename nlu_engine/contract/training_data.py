@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from nlu_engine.message import Message
+from nlu_engine.contract.message import Message
 
 
 @dataclass

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from nlu_engine.config import DEFAULT_PIPELINE, RASA_DEFAULT_PIPELINE, load_config, shipped_pipelines
-from nlu_engine.errors import ConfigError
+from nlu_engine.assembly.config import DEFAULT_PIPELINE, RASA_DEFAULT_PIPELINE, load_config, shipped_pipelines
+from nlu_engine.contract.errors import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 
 
@@ -387,8 +387,8 @@ def test_overrides_do_not_change_the_file(tmp_path: Path) -> None:
 CUSTOM_MODULE = '''
 from dataclasses import dataclass
 
-from nlu_engine.component import Component, EntityExtractor, param
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.component import Component, EntityExtractor, param
+from nlu_engine.contract.errors import ConfigError
 
 
 class Shouter(EntityExtractor):
@@ -501,8 +501,8 @@ def test_custom_component_order_is_checked(custom_package: str) -> None:
 @pytest.mark.parametrize(
     "suffix, expected",
     [
-        ("components.Missing", "is not a subclass of nlu_engine.component.Component"),
-        ("components.NotAComponent", "is not a subclass of nlu_engine.component.Component"),
+        ("components.Missing", "is not a subclass of nlu_engine.contract.component.Component"),
+        ("components.NotAComponent", "is not a subclass of nlu_engine.contract.component.Component"),
         ("nowhere.Shouter", "cannot import module"),
         ("broken.Thing", "cannot import module"),  # a SyntaxError in the user's module
         ("raises.Thing", "boom on import"),  # an error raised while importing

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nlu_engine.errors import ArchiveError
+from nlu_engine.contract.errors import ArchiveError
 
 RATIO_LIMIT = 200  # saved weights compress a few times at most
 MIN_BUDGET = 1024**2  # the budget of a tiny file, in bytes

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from nlu_engine.component import Component
-from nlu_engine.errors import ConfigError, closest
+from nlu_engine.contract.component import Component
+from nlu_engine.contract.errors import ConfigError, closest
 
 # name -> "module:Class". Keeping this a table of strings keeps `nlu-engine --help` from
 # importing TensorFlow, spaCy or scikit-learn.
@@ -113,7 +113,7 @@ def component_class(name: str) -> type[Component]:
     if not (isinstance(cls, type) and issubclass(cls, Component)):
         raise ConfigError(
             f"custom component '{name}': '{class_name}' in '{module_name}' is not a subclass of "
-            "nlu_engine.component.Component"
+            "nlu_engine.contract.component.Component"
         )
     return cls
 

@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.component import Component
-from nlu_engine.config import load_config
-from nlu_engine.errors import ConfigError
-from nlu_engine.registry import (
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.registry import (
     COMPONENTS,
     NOT_AVAILABLE,
     allowed_components,
@@ -20,8 +18,10 @@ from nlu_engine.registry import (
     component_class,
     component_class_for_loading,
 )
+from nlu_engine.contract.component import Component
+from nlu_engine.contract.errors import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SENTIMENT = "examples.custom_components.sentiment.SentimentAnalyzer"
 CANARY_MODULE = """\
 from pathlib import Path
@@ -110,7 +110,7 @@ def test_an_allowed_custom_component_is_imported(monkeypatch: pytest.MonkeyPatch
 
 def test_an_allowed_class_that_is_not_a_component_is_still_refused(canary_dir: Path) -> None:
     # the user allowed it, so it is imported (that is what allowing means), then refused
-    with pytest.raises(ConfigError, match=r"not a subclass of nlu_engine\.component\.Component"):
+    with pytest.raises(ConfigError, match=r"not a subclass of nlu_engine\.contract\.component\.Component"):
         component_class_for_loading("evilmod.Evil", frozenset({"evilmod.Evil"}))
     assert (canary_dir / "canary.txt").exists()
 

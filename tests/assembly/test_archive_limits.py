@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlu_engine import persistence
-from nlu_engine.errors import ArchiveError
-from nlu_engine.model import Model
-from nlu_engine.npz import load_npz
+from nlu_engine.assembly import persistence
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.errors import ArchiveError
+from nlu_engine.contract.npz import load_npz
 
 MANIFEST: dict[str, Any] = {
     "engine": "nlu_engine", "version": "0.1.0", "language": "en",

@@ -18,16 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlu_engine import persistence
+from nlu_engine.assembly import persistence
+from nlu_engine.assembly.config import ComponentSpec, load_config
+from nlu_engine.assembly.model import Model, train
 from nlu_engine.classifiers.logistic_regression import LogisticRegressionClassifier
-from nlu_engine.component import IntentClassifier
-from nlu_engine.config import ComponentSpec, load_config
-from nlu_engine.errors import ArchiveError
-from nlu_engine.model import Model, train
+from nlu_engine.contract.component import IntentClassifier
+from nlu_engine.contract.errors import ArchiveError
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
-from nlu_engine.training_data.training_data import TrainingData
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
 
 
@@ -386,7 +386,7 @@ def test_allowing_a_class_imports_it_and_it_must_still_be_a_component(
     (tmp_path / "evilmod.py").write_text(CANARY_MODULE)
     monkeypatch.chdir(tmp_path)
     bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("evilmod.Evil"))
-    with pytest.raises(ArchiveError, match=r"is not a subclass of nlu_engine\.component\.Component"):
+    with pytest.raises(ArchiveError, match=r"is not a subclass of nlu_engine\.contract\.component\.Component"):
         Model.load(bad, allow_components=["evilmod.Evil"])
     assert (tmp_path / "canary.txt").exists(), "an allowed class is imported: the user trusts it"
 
@@ -395,7 +395,7 @@ def test_naming_tensorflow_imports_no_tensorflow(good_archive: Path, tmp_path: P
     bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("tensorflow.keras.Model"))
     code = (
         "import sys, nlu_engine\n"
-        "from nlu_engine.errors import ArchiveError\n"
+        "from nlu_engine.contract.errors import ArchiveError\n"
         "try:\n"
         f"    nlu_engine.load({str(bad)!r})\n"
         "except ArchiveError as error:\n"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 import nlu_engine
-from nlu_engine.errors import ArchiveError, ConfigError, DataError, NLUError
-from nlu_engine.model import Model
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.errors import ArchiveError, ConfigError, DataError, NLUError
 from nlu_engine.training_data import load_data, write_data
 from nlu_engine.training_data.split import train_test_split
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = str(PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml")
 RASA_KEYS = {"text", "intent", "entities", "text_tokens", "intent_ranking"}
 INTENTS = {"greet", "book_flight", "check_order"}
@@ -181,7 +181,7 @@ def test_finetune_adds_an_intent_and_keeps_the_old_archive(
     base = Path(nlu_engine.train(LOGREG, str(without_greet), out=str(tmp_path), fixed_model_name="base"))
     before = base.read_bytes()
     lines: list[str] = []
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     path = train(None, tiny_data_path, out=tmp_path, finetune=True, log=lines.append)
     assert base.read_bytes() == before and path != base
@@ -228,7 +228,7 @@ def test_finetune_without_a_data_change_retrains_nothing(tmp_path: Path, tiny_da
 def test_finetune_removing_an_intent_says_so(
     tmp_path: Path, tiny_data_path: Path, without_greet: Path
 ) -> None:
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     train(LOGREG, tiny_data_path, out=tmp_path, fixed_model_name="all", log=None)
     lines: list[str] = []
@@ -241,7 +241,7 @@ def test_finetune_removing_an_intent_says_so(
 def test_finetune_edges_write_nothing(tmp_path: Path, tiny_data_path: Path) -> None:
     """No archive, a corrupt one, an incompatible config, a name that would replace the model:
     a one-line NLUError and not a byte written."""
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     out = tmp_path / "models"
     with pytest.raises(ArchiveError, match=r"no model to fine-tune: '.*models' does not exist"):
@@ -270,8 +270,8 @@ def test_finetune_edges_write_nothing(tmp_path: Path, tiny_data_path: Path) -> N
 def test_an_interrupted_finetune_leaves_the_old_archive_untouched(
     tmp_path: Path, tiny_data_path: Path, without_greet: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from nlu_engine.assembly.model import train
     from nlu_engine.classifiers.logistic_regression import LogisticRegressionClassifier
-    from nlu_engine.model import train
 
     train(LOGREG, without_greet, out=tmp_path, fixed_model_name="base", log=None)
     state = _folder_state(tmp_path)
@@ -288,7 +288,7 @@ def test_an_interrupted_finetune_leaves_the_old_archive_untouched(
 def test_finetune_an_archive_from_before_fine_tuning(tmp_path: Path) -> None:
     """The 0.1.0 archive (every built-in component without optional models) has no fingerprints
     and its DIET no recorded input layout: the featurizers resume, DIET is trained afresh."""
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     old = PROJECT_ROOT / "tests" / "fixtures" / "archive_0.1.0"
     lines: list[str] = []

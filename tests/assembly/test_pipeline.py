@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 
-from nlu_engine.config import load_config
-from nlu_engine.errors import ConfigError
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.contract.errors import ConfigError
 from tests.featurizers.tiny_bert import tiny_bert
 
 DIET = {"name": "DIETClassifier", "epochs": 1}

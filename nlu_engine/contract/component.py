@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
 
-from nlu_engine.errors import ConfigError, closest
-from nlu_engine.message import Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.contract.errors import ConfigError, closest
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

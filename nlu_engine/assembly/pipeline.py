@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from nlu_engine.component import Component
-from nlu_engine.config import PipelineConfig
-from nlu_engine.errors import ConfigError, DataError
-from nlu_engine.message import Message
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.assembly.config import PipelineConfig
+from nlu_engine.contract.component import Component
+from nlu_engine.contract.errors import ConfigError, DataError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 
 
 def _stderr(line: str) -> None:

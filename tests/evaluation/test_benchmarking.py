@@ -7,16 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from nlu_engine.benchmarking import (
+from nlu_engine.assembly.config import PIPELINES
+from nlu_engine.evaluation.benchmarking import (
     cpu_model,
     headline_scores,
     markdown_rows,
     read_training_config,
     summarize,
 )
-from nlu_engine.config import PIPELINES
 
-TRAINING_CONFIGS = sorted((Path(__file__).resolve().parents[1] / "training_configs").glob("*.yml"))
+TRAINING_CONFIGS = sorted((Path(__file__).resolve().parents[2] / "training_configs").glob("*.yml"))
 
 
 def test_cpu_model_names_the_processor_and_its_vector_extensions() -> None:

@@ -28,10 +28,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
-from nlu_engine.config import ComponentSpec, PipelineConfig, validate_params
-from nlu_engine.errors import ArchiveError, ConfigError
-from nlu_engine.pipeline import Pipeline
-from nlu_engine.registry import check_loadable, component_class_for_loading
+from nlu_engine.assembly.config import ComponentSpec, PipelineConfig, validate_params
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.assembly.registry import check_loadable, component_class_for_loading
+from nlu_engine.contract.errors import ArchiveError, ConfigError
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000  # members and the folders they imply
@@ -504,7 +504,7 @@ def load_archive(
     """Extract (to a temporary folder, removed afterwards) and rebuild a pipeline.
 
     ``allow_components``: the custom component classes the archive may import (see
-    :func:`nlu_engine.registry.allowed_components`); ``max_bytes``: see :func:`extraction_limit`.
+    :func:`nlu_engine.assembly.registry.allowed_components`); ``max_bytes``: see :func:`extraction_limit`.
     """
     if path.is_dir():
         path = newest_archive(path)

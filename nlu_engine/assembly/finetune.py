@@ -25,11 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nlu_engine.component import CannotResume, Component, FinetuneOptions
-from nlu_engine.config import PipelineConfig
-from nlu_engine.errors import ConfigError, DataError
-from nlu_engine.pipeline import Pipeline, fresh_copies
-from nlu_engine.training_data.training_data import TrainingData
+from nlu_engine.assembly.config import PipelineConfig
+from nlu_engine.assembly.pipeline import Pipeline, fresh_copies
+from nlu_engine.contract.component import CannotResume, Component, FinetuneOptions
+from nlu_engine.contract.errors import ConfigError, DataError
+from nlu_engine.contract.training_data import TrainingData
 
 REUSED, RESUMED, RETRAINED = "reused", "resumed", "trained from scratch"
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.config import find_config
-from nlu_engine.errors import ConfigError
+from nlu_engine.assembly.config import find_config
+from nlu_engine.contract.errors import ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -133,8 +133,8 @@ def _latencies(model: Any, texts: list[str]) -> dict[str, float]:
 def benchmark_fold(
     config: TrainingConfig, fold: int | str, extra: list[str], keep_models: Path | None = None
 ) -> dict[str, Any]:
+    from nlu_engine.assembly.model import Model
     from nlu_engine.evaluation import evaluate
-    from nlu_engine.model import Model
     from nlu_engine.training_data import load_data
 
     train_path, test_path = config.paths(fold)

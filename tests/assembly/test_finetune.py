@@ -1,9 +1,9 @@
-"""Incremental training, pipeline level (``nlu_engine/finetune.py``): the compatibility check,
+"""Incremental training, pipeline level (``nlu_engine/assembly/finetune.py``): the compatibility check,
 the per-component fingerprints and the reuse / resume / from-scratch decisions.
 
 These use the no-TensorFlow pipeline (count vectors + logistic regression) on the tiny data set;
 DIET's resuming is tested in ``tests/classifiers/diet/test_diet_resume.py``, and the command and
-its edges (no archive, corrupt archive, interruption) in ``tests/test_model_api.py`` and
+its edges (no archive, corrupt archive, interruption) in ``tests/assembly/test_model_api.py`` and
 ``tests/cli/test_cli.py``.
 """
 
@@ -15,10 +15,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from nlu_engine.component import CannotResume, Featurizer, FinetuneOptions
-from nlu_engine.config import load_config
-from nlu_engine.errors import ConfigError
-from nlu_engine.finetune import (
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.finetune import (
     RESUMED,
     RETRAINED,
     REUSED,
@@ -27,10 +25,12 @@ from nlu_engine.finetune import (
     fingerprints,
     summary_lines,
 )
-from nlu_engine.message import Message
-from nlu_engine.pipeline import Pipeline
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.contract.component import CannotResume, Featurizer, FinetuneOptions
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
-from nlu_engine.training_data.training_data import TrainingData
 
 LOGREG_STEPS: list[dict[str, Any]] = [
     {"name": "WhitespaceTokenizer"},

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.component import (
+from nlu_engine.assembly.registry import component_class
+from nlu_engine.contract.component import (
     DENSE_FEATURES,
     FEATURES,
     SPARSE_FEATURES,
@@ -29,8 +30,7 @@ from nlu_engine.component import (
     build_config,
     config_fields,
 )
-from nlu_engine.errors import ConfigError, closest
-from nlu_engine.registry import component_class
+from nlu_engine.contract.errors import ConfigError, closest
 
 #: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
 PIPELINES = files("nlu_engine") / "pipelines"
@@ -223,7 +223,9 @@ def _check_config_class(cls: type[Component], where: str) -> None:
     name = cls.__name__
     config = cls.Config
     if not (isinstance(config, type) and issubclass(config, ComponentConfig)):
-        raise ConfigError(f"{where}: {name}.Config must subclass nlu_engine.component.Component.Config")
+        raise ConfigError(
+            f"{where}: {name}.Config must subclass nlu_engine.contract.component.Component.Config"
+        )
     if "__dataclass_fields__" not in vars(config):
         raise ConfigError(f"{where}: {name}.Config needs the decorator @dataclass(frozen=True, kw_only=True)")
     init = list(inspect.signature(cls.__init__).parameters.values())[1:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nlu_engine.paths import MAX_SEARCH_DEPTH, shallowest_folder
+from nlu_engine.contract.paths import MAX_SEARCH_DEPTH, shallowest_folder
 
 
 def marked(folder: Path) -> bool:

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import nlu_engine
-from nlu_engine.config import load_config
-from nlu_engine.errors import ArchiveError, ConfigError
+from nlu_engine.assembly.config import load_config
+from nlu_engine.contract.errors import ArchiveError, ConfigError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SENTIMENT = "examples.custom_components.sentiment.SentimentAnalyzer"
 
 FEEDBACK = """version: "3.1"
@@ -140,7 +140,7 @@ def test_loading_elsewhere_names_the_missing_module(tmp_path: Path, feedback_dat
     archive = nlu_engine.train(config(), str(feedback_data), out=str(tmp_path), fixed_model_name="m")
     code = (
         "import sys, nlu_engine\n"
-        "from nlu_engine.errors import ArchiveError\n"
+        "from nlu_engine.contract.errors import ArchiveError\n"
         "try:\n"
         f"    nlu_engine.load({archive!r}, allow_components=[{SENTIMENT!r}])\n"
         "except ArchiveError as error:\n"
@@ -203,7 +203,7 @@ def test_the_cli_loads_it_when_allowed_by_name_or_by_config(
 def test_finetuning_a_model_with_a_custom_component(tmp_path: Path, feedback_data: Path) -> None:
     """The model's own config is used when none is given: its custom component must then be
     allowed, as for loading; the config that names it allows it too."""
-    from nlu_engine.model import train
+    from nlu_engine.assembly.model import train
 
     base = train(config(), feedback_data, out=tmp_path, fixed_model_name="base", log=None)
     with pytest.raises(ArchiveError, match=f"--allow-component {SENTIMENT}"):

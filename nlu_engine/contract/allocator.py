@@ -1,7 +1,7 @@
-"""glibc allocator tuning for DIET's training (on other C libraries, nothing happens).
+"""glibc allocator tuning for long trainings (on other C libraries, nothing happens).
 
-Two parts: ``large_blocks_on_heap``, a context manager around the whole training, and
-``ReturnFreeMemory``, a callback of the training loop that trims the heap after each epoch.
+``large_blocks_on_heap`` is a context manager around a whole training; ``return_free_memory``
+trims the heap (DIET's ``ReturnFreeMemory`` callback calls it after each epoch).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections.abc import Iterator
-
-from nlu_engine.classifiers.diet.loop import Callback, LoopState
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
 
@@ -49,11 +47,4 @@ def large_blocks_on_heap() -> Iterator[None]:
     finally:
         _glibc("mallopt", _M_MMAP_THRESHOLD, 32 << 20)
         _glibc("mallopt", _M_TRIM_THRESHOLD, 64 << 20)
-        return_free_memory()
-
-
-class ReturnFreeMemory(Callback):
-    """Trims the heap after every epoch (``return_free_memory``)."""
-
-    def on_epoch_end(self, state: LoopState, metrics: dict[str, float]) -> None:
         return_free_memory()

@@ -8,8 +8,8 @@ import numpy  # noqa: F401 - loads the BLAS library threadpoolctl inspects
 import pytest
 from threadpoolctl import threadpool_info
 
-import nlu_engine.threads
-from nlu_engine.threads import single_blas_thread
+import nlu_engine.contract.threads
+from nlu_engine.contract.threads import single_blas_thread
 
 
 def _blas_threads() -> list[int]:
@@ -39,17 +39,17 @@ def test_overlapping_blocks_in_threads_restore_the_original_setting() -> None:
     first.start()
     second.start()
     second.join(timeout=10)
-    assert nlu_engine.threads._depth == 1  # the first block is still inside: no restore yet
+    assert nlu_engine.contract.threads._depth == 1  # the first block is still inside: no restore yet
     released.set()
     first.join(timeout=10)
-    assert nlu_engine.threads._depth == 0
+    assert nlu_engine.contract.threads._depth == 0
     assert _blas_threads() == before  # the last one out restored the library's setting
 
 
 def test_processes_sharing_the_cores_get_their_share_of_blas_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     """N processes (``serve --workers N``) get cores // N BLAS threads each, else they
     oversubscribe the cores; a value the user set is kept."""
-    from nlu_engine.threads import BLAS_THREAD_VARIABLES, blas_thread_environment
+    from nlu_engine.contract.threads import BLAS_THREAD_VARIABLES, blas_thread_environment
 
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     assert blas_thread_environment(2, {"OMP_NUM_THREADS": "3"}) == {

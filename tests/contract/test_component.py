@@ -8,8 +8,8 @@ from typing import Literal
 
 import pytest
 
-from nlu_engine.component import Component, ComponentConfig, build_config, param
-from nlu_engine.errors import ConfigError
+from nlu_engine.contract.component import Component, ComponentConfig, build_config, param
+from nlu_engine.contract.errors import ConfigError
 
 
 class Echo(Component):

@@ -386,7 +386,8 @@ def test_allowing_a_class_imports_it_and_it_must_still_be_a_component(
     (tmp_path / "evilmod.py").write_text(CANARY_MODULE)
     monkeypatch.chdir(tmp_path)
     bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("evilmod.Evil"))
-    with pytest.raises(ArchiveError, match=r"is not a subclass of nlu_engine\.contract\.component\.Component"):
+    with pytest.raises(ArchiveError,
+                       match=r"is not a subclass of nlu_engine\.contract\.component\.Component"):
         Model.load(bad, allow_components=["evilmod.Evil"])
     assert (tmp_path / "canary.txt").exists(), "an allowed class is imported: the user trusts it"
 

@@ -238,6 +238,13 @@ def _check_config_class(cls: type[Component], where: str) -> None:
             "Config(Component.Config)`, remove __init__ and read them as self.config.<name> "
             "(README: 'Writing a custom component')"
         )
+    try:  # the pipeline hands the built Config over: cls(config)
+        inspect.signature(cls.__init__).bind(None, config)
+    except TypeError:
+        raise ConfigError(
+            f"{where}: {name}.__init__ does not take its Config; remove __init__ (the base class "
+            "stores the config) or pass the config on to it (README: 'Writing a custom component')"
+        ) from None
     if "ranges" in vars(cls):
         raise ConfigError(
             f"{where}: {name}.ranges is not read: give each bound in its Config field, "

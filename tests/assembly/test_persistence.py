@@ -606,9 +606,6 @@ def test_data_after_the_last_member_is_refused(good_archive: Path, tmp_path: Pat
 class ExplodingClassifier(IntentClassifier):
     """Fails in the middle of training."""
 
-    def __init__(self) -> None:
-        pass
-
     def train(self, data: TrainingData) -> None:
         raise RuntimeError("training blew up")
 

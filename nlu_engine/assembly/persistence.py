@@ -470,10 +470,10 @@ def load_pipeline(
         name = raw["name"]
         try:
             cls = component_class_for_loading(name, allow_components)
-            config = make_config(cls, {k: v for k, v in raw.items() if k != "name"}, name)
+            step_config = make_config(cls, {k: v for k, v in raw.items() if k != "name"}, name)
         except ConfigError as error:
             raise ArchiveError(f"model archive '{where}': {error}") from None
-        steps.append(ComponentSpec(name=name, cls=cls, config=config))
+        steps.append(ComponentSpec(name=name, cls=cls, config=step_config))
     components = []
     for index, (step, folder) in enumerate(zip(steps, manifest["components"], strict=True)):
         name, cls, params = step.name, step.cls, step.params

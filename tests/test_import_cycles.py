@@ -11,6 +11,7 @@ below both.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def import_graph(paths: list[Path]) -> dict[str, set[str]]:
     }
 
 
+@functools.cache
+def package_graph() -> dict[str, set[str]]:
+    return import_graph(MODULES)
+
+
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -95,8 +101,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_package_has_no_import_cycle() -> None:
-    graph = import_graph(MODULES)
-    found = cycles(graph)
+    found = cycles(package_graph())
     described = [" <-> ".join(component) for component in found]
     assert not found, "import cycles (merge the modules or move what both need below them):\n" + \
         "\n".join(described)
@@ -127,6 +132,6 @@ def test_the_check_finds_cycles_of_every_kind_of_import(
 
 
 def test_the_graph_covers_the_package() -> None:
-    graph = import_graph(MODULES)
+    graph = package_graph()
     assert len(graph) == len(MODULES)
     assert "nlu_engine.classifiers.diet.spec" in graph["nlu_engine.classifiers.diet.training"]

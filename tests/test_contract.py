@@ -1,4 +1,4 @@
-"""The component contract (DESIGN.md), checked for every registered component.
+"""The component contract (ARCHITECTURE.md), checked for every registered component.
 
 One test, parametrized over ``nlu_engine.assembly.registry.COMPONENTS``, so a component registered later
 is covered without writing anything here. For each component it
@@ -39,7 +39,7 @@ import numpy as np
 import pytest
 
 import nlu_engine.assembly.persistence
-from nlu_engine.assembly.config import load_config, validate_params
+from nlu_engine.assembly.config import load_config, make_config
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.assembly.registry import COMPONENTS, component_class
@@ -262,13 +262,13 @@ def construction_imports() -> dict[str, dict[str, Any]]:
 def check_init_only_stores(name: str, cls: type[Component], given: dict[str, Any]) -> None:
     assert issubclass(cls.Config, ComponentConfig), f"{name}.Config must subclass Component.Config"
     assert cls.Config.__dataclass_params__.frozen, f"{name}.Config must be frozen"  # type: ignore[attr-defined]
-    full = validate_params(cls, given, name)
+    full = make_config(cls, given, name).as_dict()
     with _record_side_effects() as events:
         configured = cls(**given)
         default = cls()
     assert events == [], f"{name}.__init__ touched the filesystem or imported: {events[:5]}"
     assert configured.get_config() == full, f"{name}.get_config() does not return its parameters"
-    assert default.get_config() == cls.Config().as_dict() == validate_params(cls, {}, name)
+    assert default.get_config() == cls.Config().as_dict() == make_config(cls, {}, name).as_dict()
     assert set(full) == set(config_fields(cls.Config))
     assert set(vars(configured)) == {"config"}, (
         f"{name}.__init__ sets more than its config: {sorted(set(vars(configured)) - {'config'})}"

@@ -6,7 +6,8 @@ A config is a file, or a pipeline shipped in the package (``nlu_engine/pipelines
 Every step's parameters build the component's ``Config`` dataclass before anything trains:
 unknown keys (with the closest name suggested), wrong types, out-of-range values and clashes
 between fields (the config's ``validate``) are one-line errors naming the file, the component
-and the key.
+and the key. That ``Config`` is built once: the step carries it to ``Pipeline.build``, which
+hands it to the component as it is.
 """
 
 from __future__ import annotations
@@ -44,11 +45,16 @@ KNOWN_KEYS = ("language", "pipeline", *IGNORED_KEYS)
 
 @dataclass
 class ComponentSpec:
-    """One pipeline step: its name as written, its class and its full parameter set."""
+    """One pipeline step: its name as written, its class and its validated ``Config``."""
 
     name: str
     cls: type[Component]
-    params: dict[str, Any]
+    config: ComponentConfig
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """Every parameter by name (``config.as_dict()``), as a model archive stores them."""
+        return self.config.as_dict()
 
 
 @dataclass
@@ -200,12 +206,7 @@ def _build_step(item: Any, index: int, where: str, notices: list[str]) -> Compon
     place = f"{where}: {name} (step {index + 1})"
     config = make_config(cls, params, place)
     notices.extend(f"{place}: {notice}" for notice in config.notices())
-    return ComponentSpec(name=name, cls=cls, params=config.as_dict())
-
-
-def validate_params(cls: type[Component], params: dict[str, Any], where: str) -> dict[str, Any]:
-    """All parameters of ``cls`` with defaults filled in; ConfigError on any bad key or value."""
-    return make_config(cls, params, where).as_dict()
+    return ComponentSpec(name=name, cls=cls, config=config)
 
 
 def make_config(cls: type[Component], params: dict[str, Any], where: str) -> ComponentConfig:
@@ -237,6 +238,13 @@ def _check_config_class(cls: type[Component], where: str) -> None:
             "Config(Component.Config)`, remove __init__ and read them as self.config.<name> "
             "(README: 'Writing a custom component')"
         )
+    try:  # the pipeline hands the built Config over: cls(config)
+        inspect.signature(cls.__init__).bind(None, config)
+    except TypeError:
+        raise ConfigError(
+            f"{where}: {name}.__init__ does not take its Config; remove __init__ (the base class "
+            "stores the config) or pass the config on to it (README: 'Writing a custom component')"
+        ) from None
     if "ranges" in vars(cls):
         raise ConfigError(
             f"{where}: {name}.ranges is not read: give each bound in its Config field, "

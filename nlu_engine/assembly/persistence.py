@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
-from nlu_engine.assembly.config import ComponentSpec, PipelineConfig, validate_params
+from nlu_engine.assembly.config import ComponentSpec, PipelineConfig, make_config
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.assembly.registry import check_loadable, component_class_for_loading
 from nlu_engine.contract.errors import ArchiveError, ConfigError
@@ -470,12 +470,10 @@ def load_pipeline(
         name = raw["name"]
         try:
             cls = component_class_for_loading(name, allow_components)
-            params = validate_params(
-                cls, {k: v for k, v in raw.items() if k != "name"}, name
-            )
+            step_config = make_config(cls, {k: v for k, v in raw.items() if k != "name"}, name)
         except ConfigError as error:
             raise ArchiveError(f"model archive '{where}': {error}") from None
-        steps.append(ComponentSpec(name=name, cls=cls, params=params))
+        steps.append(ComponentSpec(name=name, cls=cls, config=step_config))
     components = []
     for index, (step, folder) in enumerate(zip(steps, manifest["components"], strict=True)):
         name, cls, params = step.name, step.cls, step.params

@@ -54,7 +54,7 @@ class Pipeline:
     def build(cls, config: PipelineConfig) -> Pipeline:
         components = []
         for index, step in enumerate(config.steps):
-            component = step.cls(**step.params)
+            component = step.cls(step.config)  # validated once, when the config was read
             component.index = index
             component.language = config.language
             components.append(component)

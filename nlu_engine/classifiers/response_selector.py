@@ -30,7 +30,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -79,6 +79,7 @@ class ResponseSelector(DIETClassifier):
 
     #: the label features: the tokens of ``faq/ask_name``
     label_attribute = INTENT_RESPONSE_KEY
+    default_widths: ClassVar[dict[str, int]] = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DIETClassifier.Config):
@@ -165,15 +166,6 @@ class ResponseSelector(DIETClassifier):
         self.label_blocks_ = None  # rebuilt from the texts on every training: cannot resume
         # one-hot columns keep texts with the same bag of words apart
         return np.concatenate([bags, np.eye(len(self.intents_), dtype=np.float32)], axis=1)
-
-    # --- parameters the network reads -------------------------------------------------------
-    def network_params(self) -> dict[str, Any]:
-        p = super().network_params()
-        widths = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
-        p["dense_dimension"] = {**widths, **self.config.dense_dimension}
-        p["concat_dimension"] = {**widths, **self.config.concat_dimension}
-        p["intent_classification"], p["entity_recognition"] = True, False
-        return p
 
     def _warn_about_transformer(self) -> None:
         if self.config.number_of_transformer_layers <= 0:

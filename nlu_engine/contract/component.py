@@ -1,4 +1,5 @@
-"""The component contract: one small base class per kind.
+"""The component contract: one small base class per kind (a tokenizer's, which splits labels
+and applies ``token_pattern``, is ``nlu_engine.tokenizers.base.BaseTokenizer``).
 
 A component's hyperparameters are the fields of its ``Config``: a frozen dataclass nested in
 the class, holding each parameter's type, default and numeric bounds (:func:`param`), with a
@@ -418,12 +419,6 @@ class Component:
         it learns nothing from data. Fine-tuning reuses a component as it is while this, its
         config and the fingerprints of the components before it are unchanged."""
         return data.fingerprint() if self.learns_from_data else ""
-
-
-class Tokenizer(Component):
-    provides = (TOKENS,)
-    processes_training_data = True
-    learns_from_data = False
 
 
 class Featurizer(Component):

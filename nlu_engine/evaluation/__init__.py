@@ -1,6 +1,7 @@
 """Evaluation: how well a trained pipeline parses held-out data, as ``nlu-engine test`` reports it.
 
-- ``metrics``: intent and entity scores of parse results against gold messages (pure functions);
+- ``labels``: the report, confusion matrix and ``confused_with`` every kind of label shares;
+  ``metrics``: intent and entity scores of parse results against gold messages (pure functions);
   ``responses``: response selection scores, as ``rasa test nlu``.
 - ``experiments``: train and score configs: one model, cross-validation, config comparison.
 - ``reports``: Rasa's result files, ``summary.json``, the terminal lines; with ``html`` (the
@@ -23,22 +24,25 @@ from nlu_engine.evaluation.experiments import (
     flat_metrics,
     train_and_evaluate,
 )
-from nlu_engine.evaluation.metrics import (
+from nlu_engine.evaluation.labels import (
     AVERAGES,
+    LabelEvaluation,
+    add_confused_with,
+    classification_report,
+    confusion_matrix,
+    most_confused_pairs,
+)
+from nlu_engine.evaluation.metrics import (
     SPAN_EXACT,
     SPAN_OVERLAP,
     EntityEvaluation,
     Evaluation,
     IntentEvaluation,
-    add_confused_with,
     chunk_report,
-    classification_report,
-    confusion_matrix,
     evaluate,
     evaluate_entities,
     evaluate_intents,
     extractors_in,
-    most_confused_pairs,
     overlap_matching,
     span_report,
     token_labels,
@@ -61,6 +65,7 @@ __all__ = [
     "EntityEvaluation",
     "Evaluation",
     "IntentEvaluation",
+    "LabelEvaluation",
     "Progress",
     "RunResult",
     "add_confused_with",

@@ -28,7 +28,8 @@ from typing import Any, Protocol
 from nlu_engine.contract.errors import DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.evaluation.metrics import Evaluation, evaluate, extractors_in, mean
+from nlu_engine.evaluation.labels import mean
+from nlu_engine.evaluation.metrics import Evaluation, evaluate, extractors_in
 from nlu_engine.training_data.split import stratified_folds, train_test_split
 
 #: a config as ``train`` takes it: a file, a parsed dict, or None for the default pipeline

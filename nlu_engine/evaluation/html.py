@@ -21,13 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.evaluation.metrics import (
-    AVERAGES,
-    SPAN_EXACT,
-    SPAN_OVERLAP,
-    Evaluation,
-    most_confused_pairs,
-)
+from nlu_engine.evaluation.labels import AVERAGES, most_confused_pairs
+from nlu_engine.evaluation.metrics import SPAN_EXACT, SPAN_OVERLAP, Evaluation
 from nlu_engine.evaluation.plots import NONE_LABEL
 
 STYLE = """

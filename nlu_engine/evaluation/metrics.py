@@ -40,172 +40,39 @@ DIET's training reports too). Tag sequences are chunked by ``bilou.conlleval_spa
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from nlu_engine.classifiers.fallback import FALLBACK_INTENT
 from nlu_engine.contract.message import Message
-from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans, f1_score
-
-if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.evaluation.responses import ResponseSelectionEvaluation
+from nlu_engine.evaluation.labels import (
+    LabelEvaluation,
+    add_confused_with,
+    classification_report,
+    complete_report,
+    confusion_matrix,
+    mean,
+    order_report,
+    prf,
+    ratio,
+)
+from nlu_engine.evaluation.responses import ResponseSelectionEvaluation, evaluate_response_selection
+from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans
 
 #: extractors whose entities Rasa leaves out of the evaluation (they are not trained on the data)
 PRETRAINED_EXTRACTORS = frozenset({"DucklingEntityExtractor", "SpacyEntityExtractor"})
 #: components that change entities but do not find them
 ENTITY_PROCESSORS = frozenset({"EntitySynonymMapper", "ResponseSelector"})
 UNKNOWN_EXTRACTOR = "unknown_extractor"
-AVERAGES = ("accuracy", "micro avg", "macro avg", "weighted avg")
 SPAN_EXACT = "span_exact"
 SPAN_OVERLAP = "span_overlap"
 FALLBACK_THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # share of messages below each
 
 #: (type, start, end) with ``end`` exclusive
 Span = tuple[str, int, int]
-
-
-# --- counting ----------------------------------------------------------------------------------
-def _ratio(numerator: float, denominator: float) -> float:
-    return numerator / denominator if denominator else 0.0
-
-
-def prf(correct: int, gold: int, predicted: int) -> dict[str, float]:
-    """``precision``, ``recall`` and ``f1-score`` from counts (0.0 when undefined)."""
-    return {
-        "precision": _ratio(correct, predicted),
-        "recall": _ratio(correct, gold),
-        "f1-score": f1_score(correct, gold, predicted),
-    }
-
-
-def mean(values: Sequence[float]) -> float:
-    """The arithmetic mean (0.0 of no values)."""
-    return math.fsum(values) / len(values) if values else 0.0
-
-
-def classification_report(
-    targets: Sequence[str], predictions: Sequence[str], labels: Sequence[str] | None = None
-) -> dict[str, Any]:
-    """scikit-learn's ``classification_report(..., output_dict=True)``, in plain Python.
-
-    ``labels`` defaults to every label in targets or predictions (sorted). When the labels do not
-    cover every label that occurs, the report has ``micro avg`` instead of ``accuracy``. An empty
-    label list gives ``{}``.
-    """
-    if len(targets) != len(predictions):
-        raise ValueError(f"{len(targets)} targets but {len(predictions)} predictions")
-    present = set(targets) | set(predictions)
-    chosen = sorted(present) if labels is None else list(labels)
-    if not chosen or not targets:
-        return {}
-    gold_counts = Counter(targets)
-    predicted_counts = Counter(predictions)
-    correct_counts = Counter(t for t, p in zip(targets, predictions, strict=True) if t == p)
-    report: dict[str, Any] = {}
-    for label in chosen:
-        report[label] = {
-            **prf(correct_counts[label], gold_counts[label], predicted_counts[label]),
-            "support": gold_counts[label],
-        }
-    rows = [report[label] for label in chosen]
-    support = sum(row["support"] for row in rows)
-    correct = sum(correct_counts[label] for label in chosen)
-    predicted = sum(predicted_counts[label] for label in chosen)
-    if set(chosen) >= present:
-        report["accuracy"] = _ratio(correct, len(targets))
-    else:
-        report["micro avg"] = {**prf(correct, support, predicted), "support": support}
-    report["macro avg"] = {
-        **{key: mean([row[key] for row in rows]) for key in ("precision", "recall", "f1-score")},
-        "support": support,
-    }
-    report["weighted avg"] = {
-        **{
-            key: _ratio(math.fsum(row[key] * row["support"] for row in rows), support)
-            for key in ("precision", "recall", "f1-score")
-        },
-        "support": support,
-    }
-    return report
-
-
-def complete_report(report: dict[str, Any], accuracy: float | None = None) -> dict[str, Any]:
-    """Rasa's ``make_classification_report_complete`` (in place; also returned): a report with
-    ``accuracy`` gets a ``micro avg`` of the accuracy; one with ``micro avg`` gets ``accuracy``."""
-    if "accuracy" in report and "micro avg" not in report and "macro avg" in report:
-        value = report["accuracy"]
-        report["micro avg"] = {"precision": value, "recall": value, "f1-score": value,
-                               "support": report["macro avg"]["support"]}
-    elif "micro avg" in report and "accuracy" not in report and accuracy is not None:
-        report["accuracy"] = accuracy
-    return report
-
-
-def confusion_matrix(
-    targets: Sequence[str], predictions: Sequence[str], labels: Sequence[str] | None = None
-) -> tuple[list[str], list[list[int]]]:
-    """``(labels, matrix)``: ``matrix[i][j]`` counts gold ``labels[i]`` predicted as ``labels[j]``.
-
-    Labels default to every label in targets or predictions, sorted.
-    """
-    chosen = sorted(set(targets) | set(predictions)) if labels is None else list(labels)
-    index = {label: i for i, label in enumerate(chosen)}
-    matrix = [[0] * len(chosen) for _ in chosen]
-    for target, prediction in zip(targets, predictions, strict=True):
-        if target in index and prediction in index:
-            matrix[index[target]][index[prediction]] += 1
-    return chosen, matrix
-
-
-def add_confused_with(
-    report: dict[str, Any],
-    labels: Sequence[str],
-    matrix: Sequence[Sequence[int]],
-    exclude: Iterable[str] = (),
-    candidates: int = 3,
-) -> dict[str, Any]:
-    """Add Rasa's ``confused_with`` to each label row of ``report`` (in place; also returned).
-
-    Per label: the ``candidates`` largest cells of its row (ties by label name), keeping those
-    that are another label, not excluded, with a count above zero.
-    """
-    excluded = set(exclude)
-    n = min(candidates, len(labels))
-    for i, label in enumerate(labels):
-        row = report.get(label)
-        if label in excluded or not isinstance(row, dict):
-            continue
-        order = sorted(range(len(labels)), key=lambda j, r=matrix[i]: (-r[j], labels[j]))[:n]
-        row["confused_with"] = {
-            labels[j]: int(matrix[i][j])
-            for j in order
-            if j != i and labels[j] not in excluded and matrix[i][j] > 0
-        }
-    return report
-
-
-def most_confused_pairs(
-    labels: Sequence[str], matrix: Sequence[Sequence[int]], limit: int = 20
-) -> list[dict[str, Any]]:
-    """The largest off-diagonal cells: ``[{gold, predicted, count, share}]``, most frequent first.
-
-    ``share`` is the count over the gold label's number of examples.
-    """
-    pairs = []
-    for i, gold in enumerate(labels):
-        total = sum(matrix[i])
-        for j, predicted in enumerate(labels):
-            if i != j and matrix[i][j] > 0:
-                pairs.append(
-                    {"gold": gold, "predicted": predicted, "count": int(matrix[i][j]),
-                     "share": _ratio(matrix[i][j], total)}
-                )
-    pairs.sort(key=lambda p: (-p["count"], p["gold"], p["predicted"]))
-    return pairs[:limit]
 
 
 # --- intents -----------------------------------------------------------------------------------
@@ -229,24 +96,13 @@ def undo_fallback(result: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
 
 
 @dataclass
-class IntentEvaluation:
+class IntentEvaluation(LabelEvaluation):
     """The intent side of an evaluation (fallback predictions undone, and counted)."""
 
-    report: dict[str, Any]
-    labels: list[str]
-    matrix: list[list[int]]
-    errors: list[dict[str, Any]]
-    successes: list[dict[str, Any]]
-    correct_confidences: list[float]
-    wrong_confidences: list[float]
     #: messages the FallbackClassifier turned into nlu_fallback
     num_fallbacks: int = 0
     #: correct predictions that did not fall back (the accuracy as a bot sees it)
     num_correct_kept: int = 0
-
-    @property
-    def num_examples(self) -> int:
-        return len(self.errors) + len(self.successes)
 
     def fallback_summary(self) -> dict[str, Any]:
         """The fallback rate, the accuracy counting fallbacks as errors, and the share of
@@ -255,16 +111,11 @@ class IntentEvaluation:
         confidences = self.correct_confidences + self.wrong_confidences
         return {
             "num_fallbacks": self.num_fallbacks,
-            "fallback_rate": _ratio(self.num_fallbacks, total),
-            "accuracy_with_fallback": _ratio(self.num_correct_kept, total),
-            "below_threshold": {f"{t:.1f}": _ratio(sum(c < t for c in confidences), total)
+            "fallback_rate": ratio(self.num_fallbacks, total),
+            "accuracy_with_fallback": ratio(self.num_correct_kept, total),
+            "below_threshold": {f"{t:.1f}": ratio(sum(c < t for c in confidences), total)
                                 for t in FALLBACK_THRESHOLDS},
         }
-
-
-def _order_report(report: dict[str, Any]) -> dict[str, Any]:
-    labels = {k: v for k, v in report.items() if k not in AVERAGES}
-    return {**labels, **{k: report[k] for k in AVERAGES if k in report}}
 
 
 def evaluate_intents(
@@ -298,11 +149,11 @@ def evaluate_intents(
     if not targets:
         return None
     report = classification_report(targets, predictions, sorted(set(targets)))
-    report.setdefault("accuracy", _ratio(len(successes), len(targets)))
+    report.setdefault("accuracy", ratio(len(successes), len(targets)))
     labels, matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, labels, matrix)
     return IntentEvaluation(
-        report=_order_report(complete_report(report)), labels=labels, matrix=matrix, errors=errors,
+        report=order_report(complete_report(report)), labels=labels, matrix=matrix, errors=errors,
         successes=successes, correct_confidences=correct_confidences,
         wrong_confidences=wrong_confidences, num_fallbacks=fallbacks, num_correct_kept=correct_kept,
     )
@@ -445,18 +296,11 @@ def _entity_key(entity: Mapping[str, Any]) -> tuple[str, int, int, str, str]:
             str(entity.get("role") or ""), str(entity.get("group") or ""))
 
 
-@dataclass
-class EntityEvaluation:
-    """The entity scores of one extractor."""
+@dataclass(kw_only=True)
+class EntityEvaluation(LabelEvaluation):
+    """The entity scores of one extractor (token labels; spans in the report)."""
 
     extractor: str
-    report: dict[str, Any]
-    labels: list[str]
-    matrix: list[list[int]]
-    errors: list[dict[str, Any]]
-    successes: list[dict[str, Any]]
-    correct_confidences: list[float] = field(default_factory=list)
-    wrong_confidences: list[float] = field(default_factory=list)
 
 
 def evaluate_entities(
@@ -498,7 +342,7 @@ def evaluate_entities(
         (successes if same else errors).append(row)
     gold_labels = sorted(set(targets) - {NO_ENTITY_LABEL})
     report = classification_report(targets, predictions, gold_labels) if gold_labels else {}
-    complete_report(report, _ratio(sum(map(str.__eq__, targets, predictions)), len(targets)))
+    complete_report(report, ratio(sum(map(str.__eq__, targets, predictions)), len(targets)))
     labels, matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, labels, matrix, exclude=[NO_ENTITY_LABEL])
     report[SPAN_EXACT] = span_report(gold_spans, predicted_spans, "exact")
@@ -582,8 +426,6 @@ def evaluate(
     or the extractor predicted some. Response selection is scored when the gold messages hold two
     or more retrieval intents' response keys (``responses``).
     """
-    from nlu_engine.evaluation.responses import evaluate_response_selection  # it builds on this module
-
     if len(golds) != len(results):
         raise ValueError(f"{len(golds)} gold messages but {len(results)} parse results")
     names = set(extractors) if extractors is not None else set(extractors_in(results))

@@ -19,15 +19,17 @@ result's ``response_selector`` holds what the selectors predicted. As in Rasa's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from nlu_engine.contract.message import Message
-from nlu_engine.evaluation.metrics import (
+from nlu_engine.evaluation.labels import (
+    LabelEvaluation,
     add_confused_with,
     classification_report,
     complete_report,
     confusion_matrix,
+    order_report,
 )
 
 DEFAULT_SELECTOR = "default"
@@ -36,20 +38,8 @@ MIN_RESPONSE_KEYS = 2
 
 
 @dataclass
-class ResponseSelectionEvaluation:
+class ResponseSelectionEvaluation(LabelEvaluation):
     """Rasa's response selection report, errors and confidences."""
-
-    report: dict[str, Any]
-    labels: list[str]
-    matrix: list[list[int]]
-    errors: list[dict[str, Any]]
-    successes: list[dict[str, Any]]
-    correct_confidences: list[float] = field(default_factory=list)
-    wrong_confidences: list[float] = field(default_factory=list)
-
-    @property
-    def num_examples(self) -> int:
-        return len(self.errors) + len(self.successes)
 
 
 def predicted_response(gold_intent: str, result: Mapping[str, Any]) -> tuple[str, float]:
@@ -91,8 +81,5 @@ def evaluate_response_selection(
     report.setdefault("accuracy", len(evaluation.successes) / len(targets))
     evaluation.labels, evaluation.matrix = confusion_matrix(targets, predictions)
     add_confused_with(report, evaluation.labels, evaluation.matrix)
-    averages = ("accuracy", "micro avg", "macro avg", "weighted avg")
-    complete_report(report)
-    evaluation.report = {**{k: v for k, v in report.items() if k not in averages},
-                         **{k: report[k] for k in averages if k in report}}
+    evaluation.report = order_report(complete_report(report))
     return evaluation

@@ -1,6 +1,7 @@
 """What every tokenizer shares: label splitting, ``token_pattern`` and the batch loop.
 
-A concrete tokenizer subclasses :class:`BaseTokenizer`, which holds the four common
+The one base of tokenizers, built-in and custom: a concrete tokenizer subclasses
+:class:`BaseTokenizer`, which holds the four common
 hyperparameters (``intent_tokenization_flag``, ``intent_split_symbol``, ``token_pattern``,
 ``prefix_separator_symbol``) in its ``Config``, and implements :meth:`BaseTokenizer.tokenize`
 for free text. Labels (``intent``, ``intent_response_key``) are never tokenized as text: they
@@ -13,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from nlu_engine.contract.component import Tokenizer
+from nlu_engine.contract.component import TOKENS, Component
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import (
     INTENT,
@@ -109,15 +110,19 @@ def apply_token_pattern(tokens: list[Token], pattern: str | None) -> list[Token]
     return result
 
 
-class BaseTokenizer(Tokenizer):
+class BaseTokenizer(Component):
     """Tokenizes ``text`` and ``response`` with :meth:`tokenize`, splits label names.
 
     Every tokenizer shares Rasa's tokenizer parameters, declared here; a subclass with more
     parameters subclasses this ``Config``.
     """
 
+    provides = (TOKENS,)
+    processes_training_data = True
+    learns_from_data = False
+
     @dataclass(frozen=True, kw_only=True)
-    class Config(Tokenizer.Config):
+    class Config(Component.Config):
         intent_tokenization_flag: bool = False
         intent_split_symbol: str = "_"
         token_pattern: str | None = None

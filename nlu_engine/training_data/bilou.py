@@ -335,7 +335,7 @@ def conlleval_spans(tags: Sequence[str], scheme: TagScheme = "any") -> list[Toke
 
 
 # --- what a decoder may output, and how well tags score ------------------------------------
-def bilou_constraints(vocabulary: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bilou_constraints(vocabulary: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Which BILOU tag may follow which [K, K], and which may start / end a sequence [K].
 
     After O, L-x or U-x comes O, B-y or U-y; after B-x or I-x comes I-x or L-x.

@@ -1,7 +1,8 @@
-"""Load NLU training data from files and directories; write it back out.
+"""Read one NLU data file (and find the data files of a folder); write data back out.
 
-``load_data`` takes a file, a directory (searched recursively) or a list of both. Formats may be
-mixed; each file's format comes from its extension, then its content:
+``project.load_data`` takes a file, a directory (searched recursively) or a list of both, and
+reads each file here. Formats may be mixed; each file's format comes from its extension, then
+its content:
 
 - ``.yml`` / ``.yaml``: Rasa 3 YAML (files without ``nlu:`` or ``responses:`` — a config or the
   rest of a domain — are skipped while scanning a directory);
@@ -15,8 +16,6 @@ Rasa project: the same files, the domain's responses, and counts of what is not 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -35,25 +34,8 @@ from nlu_engine.training_data.rasa_markdown import (
 )
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml, write_rasa_yaml
 
-logger = logging.getLogger(__name__)
-
 DATA_EXTENSIONS = (".yml", ".yaml", ".md", ".json")
 Format = Literal["yaml", "markdown", "json"]
-
-
-def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
-    """All NLU data found at ``paths`` (a file, a directory, or a list of them), merged.
-
-    Files are read in the order given; a directory's files in sorted path order. Stories, rules
-    and other dialogue data beside the NLU files are skipped (``project.read_project`` counts
-    them); a file left out because it is broken and not NLU data is named in a warning.
-    """
-    from nlu_engine.training_data.project import read_project  # it builds on this module
-
-    project = read_project(paths)
-    for entry in project.skipped_files:
-        logger.warning(f"skipped {entry}")
-    return project.data
 
 
 def data_files(directory: Path) -> list[Path]:

@@ -21,6 +21,7 @@ left out entirely.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -43,6 +44,21 @@ NLU_MARKERS = re.compile(r"^(?:nlu|responses)\s*:|^\s+examples\s*:", re.MULTILIN
 DIALOGUE_DATA_KEYS = ("stories", "rules", "slots", "forms", "actions")
 _DIALOGUE_MARKERS = re.compile(rf"^(?:{'|'.join(DIALOGUE_DATA_KEYS)})\s*:", re.MULTILINE)
 _Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+logger = logging.getLogger(__name__)
+
+
+def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
+    """All NLU data found at ``paths`` (a file, a directory, or a list of them), merged.
+
+    Files are read in the order given; a directory's files in sorted path order. Stories, rules
+    and other dialogue data beside the NLU files are skipped (:func:`read_project` counts
+    them); a file left out because it is broken and not NLU data is named in a warning.
+    """
+    project = read_project(paths)
+    for entry in project.skipped_files:
+        logger.warning(f"skipped {entry}")
+    return project.data
 
 
 @dataclass

@@ -296,7 +296,7 @@ def test_a_language_model_tuned_inside_diet_trains_again_with_it(tiny: TrainingD
     assert lines[0].startswith("notice: every component is trained from scratch: the pipeline "
                                "fine-tunes a language model")
     featurizer, diet = pipeline.components[1], pipeline.components[3]
-    assert diet._encoders == [featurizer]  # the featurizer that parses is the one DIET tuned
+    assert diet.trainable_encoders == (featurizer,)  # the featurizer that parses is the one DIET tuned
     assert featurizer is not previous.components[1]
     assert pipeline.parse_batch(["track order 31415"])[0]["intent"]["name"] in set(tiny.intents)
 

@@ -386,8 +386,8 @@ def test_allowing_a_class_imports_it_and_it_must_still_be_a_component(
     (tmp_path / "evilmod.py").write_text(CANARY_MODULE)
     monkeypatch.chdir(tmp_path)
     bad = with_manifest(good_archive, tmp_path / "bad.tar.gz", first_component("evilmod.Evil"))
-    with pytest.raises(ArchiveError,
-                       match=r"is not a subclass of nlu_engine\.contract\.component\.Component"):
+    not_a_component = r"is not a subclass of nlu_engine\.contract\.component\.Component"
+    with pytest.raises(ArchiveError, match=not_a_component):
         Model.load(bad, allow_components=["evilmod.Evil"])
     assert (tmp_path / "canary.txt").exists(), "an allowed class is imported: the user trusts it"
 
@@ -606,9 +606,6 @@ def test_data_after_the_last_member_is_refused(good_archive: Path, tmp_path: Pat
 class ExplodingClassifier(IntentClassifier):
     """Fails in the middle of training."""
 
-    def __init__(self) -> None:
-        pass
-
     def train(self, data: TrainingData) -> None:
         raise RuntimeError("training blew up")
 
@@ -633,7 +630,8 @@ def test_failed_training_leaves_existing_archive(
     existing: Path, good_archive: Path, tiny_data_path: Path
 ) -> None:
     config = load_config(LOGREG)
-    config.steps.insert(1, ComponentSpec("ExplodingClassifier", ExplodingClassifier, {}))
+    exploding = ComponentSpec("ExplodingClassifier", ExplodingClassifier, ExplodingClassifier.Config())
+    config.steps.insert(1, exploding)
     with pytest.raises(RuntimeError, match="training blew up"):
         train(config, tiny_data_path, out=existing.parent, fixed_model_name="m", log=None)
     assert_untouched(existing, good_archive)

@@ -36,12 +36,12 @@ def build(bert_dir: str, *after: dict[str, Any], **lm: Any) -> Pipeline:
 def test_the_reader_gets_the_encoder(bert_dir: str) -> None:
     pipeline = build(bert_dir, DIET)
     featurizer, diet = pipeline.components[1], pipeline.components[3]
-    assert diet._encoders == [featurizer]
+    assert diet.trainable_encoders == (featurizer,)
 
 
 def test_frozen_encoders_are_handed_to_nobody(bert_dir: str) -> None:
     pipeline = build(bert_dir, DIET, {**DIET, "entity_recognition": False}, trainable=False)
-    assert all(not hasattr(c, "_encoders") for c in pipeline.components)
+    assert all(not getattr(c, "trainable_encoders", ()) for c in pipeline.components)
 
 
 def test_a_second_reader_is_refused(bert_dir: str) -> None:
@@ -63,8 +63,8 @@ def test_a_second_reader_is_refused(bert_dir: str) -> None:
 def test_readers_that_leave_its_features_out_do_not_count(bert_dir: str) -> None:
     other = {**DIET, "featurizers": ["CountVectorsFeaturizer_2"]}
     pipeline = build(bert_dir, other, DIET, {"name": "CRFEntityExtractor"})
-    assert not hasattr(pipeline.components[3], "_encoders")
-    assert pipeline.components[4]._encoders == [pipeline.components[1]]
+    assert pipeline.components[3].trainable_encoders == ()
+    assert pipeline.components[4].trainable_encoders == (pipeline.components[1],)
 
 
 def test_a_reader_that_cannot_fine_tune_is_refused(bert_dir: str) -> None:

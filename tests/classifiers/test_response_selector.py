@@ -344,8 +344,8 @@ def test_defaults_follow_rasas_response_selector() -> None:
         "use_dense_input_dropout", "entity_recognition",
     }
     params = ResponseSelector(dense_dimension={"text": 64}).network_params()
-    assert params["dense_dimension"] == {"text": 64, "label": 512}
-    assert params["transformer_size"] == 256
+    assert (params.text_dense_dimension, params.label_dense_dimension) == (64, 512)
+    assert params.transformer_size == 256
 
 
 def test_entity_recognition_cannot_be_turned_on() -> None:

@@ -5,17 +5,19 @@ import random
 import pytest
 
 from nlu_engine.contract.message import Message
+from nlu_engine.evaluation.labels import (
+    add_confused_with,
+    classification_report,
+    confusion_matrix,
+    most_confused_pairs,
+)
 from nlu_engine.evaluation.metrics import (
     SPAN_EXACT,
     SPAN_OVERLAP,
-    add_confused_with,
     chunk_report,
-    classification_report,
-    confusion_matrix,
     evaluate,
     evaluate_entities,
     evaluate_intents,
-    most_confused_pairs,
     overlap_matching,
     span_report,
     token_labels,

@@ -8,6 +8,7 @@ vocabulary-sized matrix. Examples are grouped by length so little of a batch is 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,7 +156,7 @@ def pad_ragged(arrays: list[np.ndarray]) -> np.ndarray:
     return out
 
 
-def batch_size_for_epoch(batch_size: int | list[int], epoch: int, epochs: int) -> int:
+def batch_size_for_epoch(batch_size: int | Sequence[int], epoch: int, epochs: int) -> int:
     """Rasa's linearly increasing batch size: [64, 256] ramps from 64 to 256 over training."""
     if isinstance(batch_size, int):
         return batch_size

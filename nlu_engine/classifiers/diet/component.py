@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names
+from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
+from nlu_engine.classifiers.diet.spec import NetworkParams, TrainingOptions, TrainingSpec, Vocabularies
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import (
     ENTITIES,
@@ -151,6 +153,11 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     #: the message attribute whose features describe a label (ResponseSelector: the response key)
     label_attribute = INTENT_ATTRIBUTE
+    #: the dense and concat widths of an attribute ``dense_dimension`` / ``concat_dimension`` omit
+    default_widths: ClassVar[dict[str, int]] = {"text": 128, "label": 20}
+    #: the featurizers' encoders fine-tuned with the network, handed over when the pipeline is
+    #: built (``accept_trainable_encoder``)
+    trainable_encoders: tuple[TrainableEncoder, ...] = ()
 
     def label_of(self, message: Message) -> str | None:
         """The label a training example teaches (its intent here)."""
@@ -165,7 +172,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
     def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
         """Fine-tune ``encoder`` with the network: its features are computed in the graph."""
-        self._encoders = [*getattr(self, "_encoders", []), encoder]
+        self.trainable_encoders = (*self.trainable_encoders, encoder)
         return True
 
     def data_fingerprint(self, data: TrainingData) -> str:
@@ -173,19 +180,27 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         components before it."""
         return data.fingerprint(sections=False)
 
-    # --- parameters the network reads -----------------------------------------------------
-    def network_params(self) -> dict[str, Any]:
-        p = self.get_config()
-        p["loss_type"] = "cross_entropy" if self.config.loss_type == "softmax" else self.config.loss_type
-        if self.config.similarity_type == "auto":
-            p["similarity_type"] = "inner" if p["loss_type"] == "cross_entropy" else "cosine"
-        if p["transformer_size"] is None:
-            p["transformer_size"] = 256
-        defaults_dense = {"text": 128, "label": 20}
-        p["dense_dimension"] = {**defaults_dense, **self.config.dense_dimension}
-        p["concat_dimension"] = {**defaults_dense, **self.config.concat_dimension}
-        p["hidden_layers_sizes"] = {"text": [], "label": [], **self.config.hidden_layers_sizes}
-        return p
+    # --- what the network is built from (``spec.py``) ---------------------------------------
+    def network_params(self) -> NetworkParams:
+        return NetworkParams.from_config(self.config, self.default_widths)
+
+    def vocabularies(self) -> Vocabularies:
+        """What training learned from the data before the network (``_learn_vocabularies``)."""
+        return Vocabularies(
+            seq_vocab=self.seq_vocab_, sent_vocab=self.sent_vocab_,
+            dense_seq_dim=self.dense_seq_dim_, dense_sent_dim=self.dense_sent_dim_,
+            intents=tuple(self.intents_),
+            tags={kind: tuple(vocabulary) for kind, vocabulary in self.tag_vocab_.items()},
+            bilou=self.config.BILOU_flag, seq_blocks=self.seq_blocks_,
+            sent_blocks=self.sent_blocks_, label_blocks=self.label_blocks_,
+        )
+
+    def training_spec(self, label_features: np.ndarray, slots: list[EncoderSlot]) -> TrainingSpec:
+        return TrainingSpec(
+            name=self.component_name(), network=self.network_params(),
+            training=TrainingOptions.from_config(self.config), data=self.vocabularies(),
+            label_features=label_features, encoders=tuple(slots),
+        )
 
     # --- messages -> arrays --------------------------------------------------------------
     def _features(self, message: Message, kind: str, sparse: bool):
@@ -320,7 +335,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         started again at ``options.learning_rate_fraction`` of ``learning_rate``."""
         if type(previous) is not type(self) or not getattr(previous, "weights_", None):
             raise CannotResume("no stored network")
-        if getattr(self, "_encoders", None):
+        if self.trainable_encoders:
             raise CannotResume("it fine-tunes a language model, which trains again with it")
         self._fit(data, previous, options)
 
@@ -330,7 +345,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         examples = [m for m in data.messages if self.label_of(m) and m.tokens.get(TEXT)]
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
-        params = self.network_params()
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
@@ -343,20 +357,20 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
 
         self._seed()
         label_features = self._label_features(examples)
-        slots = encoder_slots(getattr(self, "_encoders", []), examples[0], self.config.featurizers or None)
+        slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None)
+        spec = self.training_spec(label_features, slots)
+        hashes = example_hashes(examples, self.label_of)
         resume = None
         if previous is not None:
-            from nlu_engine.classifiers.diet.resume import plan
-
-            resume = plan(previous, self, examples, options or FinetuneOptions())
+            stored = StoredModel(previous.vocabularies(), previous.weights_, previous.example_hashes_)
+            resume = plan(stored, spec.data, hashes, options or FinetuneOptions())
         encoded = self._encode(examples, with_targets=True, slots=slots)
         encoded.ragged = ragged_inputs(slots, examples)
-        network, self.history_ = fit(self, params, encoded, label_features, resume=resume,
-                                     encoders=slots)
+        network, self.history_ = fit(spec, encoded, resume=resume)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
-        for slot in network.encoder_slots:  # the featurizer computes the tuned features from now on
-            slot.encoder.adopt(slot.layer.tuned_weights())
+        for slot, layer in zip(network.encoder_slots, network.encoder_layers, strict=True):
+            slot.encoder.adopt(layer.tuned_weights())  # the featurizer computes the tuned features now
         exported = network.export_weights()
         del network
         gc.collect()
@@ -375,9 +389,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             else:
                 self.weights_[name] = _half(weights)
         self.label_features_ = label_features
-        from nlu_engine.classifiers.diet.resume import example_hashes
-
-        self.example_hashes_ = example_hashes(examples, self.label_of)
+        self.example_hashes_ = hashes
         self._build_predict()
 
     def _seed(self) -> None:

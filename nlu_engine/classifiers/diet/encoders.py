@@ -11,8 +11,8 @@ only the protocol.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -21,15 +21,15 @@ from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import TEXT, Message
 
 
-@dataclass
+@dataclass(frozen=True)
 class EncoderSlot:
-    """One fine-tuned encoder in DIET's graph."""
+    """One fine-tuned encoder in DIET's graph (the network builds its Keras layer:
+    ``DIETNetwork.encoder_layers``)."""
 
     encoder: TrainableEncoder
     prefix: str  # its inputs' names in a batch: prefix + the encoder's own key
     seq_columns: tuple[int, int]  # [start, stop) of its columns in the dense token features
     sent_columns: tuple[int, int] | None  # ... in the dense sentence features (None: none)
-    layer: Any = None  # its Keras layer (``encoder.build()``), made with the network
 
 
 def dense_columns(
@@ -51,7 +51,7 @@ def dense_columns(
 
 
 def encoder_slots(
-    encoders: list[TrainableEncoder], example: Message, origins: list[str] | None
+    encoders: Sequence[TrainableEncoder], example: Message, origins: list[str] | None
 ) -> list[EncoderSlot]:
     """A slot per encoder, its columns read from a featurized training example."""
     slots = []

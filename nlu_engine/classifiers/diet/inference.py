@@ -18,11 +18,10 @@ R max_relative_position, N labels, E embedding dimension, K tags.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.classifiers.diet.spec import NetworkParams
 from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.nn.attention import attention, mask_bias, merge_heads, relative_positions, split_qkv
 from nlu_engine.nn.ops import gelu, layer_norm
@@ -121,27 +120,27 @@ class CRFDecoder:
 class DIETInference:
     """DIET's prediction from named weights: ``predict_batch`` as ``DIETNetwork.predict_batch``.
 
-    ``weights`` maps the names of ``DIETNetwork.export_weights`` to float32 arrays; ``p`` are
-    the network parameters (``DIETClassifier.network_params``); ``tag_vocabularies`` name the
+    ``weights`` maps the names of ``DIETNetwork.export_weights`` to float32 arrays; ``params``
+    are the network's hyperparameters (``spec.NetworkParams``); ``tag_vocabularies`` name the
     CRF tag sets ("entity", "role", "group") and ``bilou`` says whether BILOU constraints apply.
     """
 
     def __init__(
         self,
         weights: dict[str, np.ndarray],
-        p: dict[str, Any],
+        params: NetworkParams,
         label_features: np.ndarray,
         tag_vocabularies: dict[str, list[str]],
         bilou: bool,
     ) -> None:
         self.w = {k: np.asarray(v, np.float32) for k, v in weights.items()}
-        self.p = p
-        self.num_layers = int(p["number_of_transformer_layers"])
-        self.num_heads = int(p["number_of_attention_heads"])
-        self.units = int(p["transformer_size"])
-        self.max_relative = int(p["max_relative_position"] or 0)
-        self.unidirectional = bool(p["unidirectional_encoder"])
-        self.similarity_type = p["similarity_type"]
+        self.params = params
+        self.num_layers = params.number_of_transformer_layers
+        self.num_heads = params.number_of_attention_heads
+        self.units = params.transformer_size
+        self.max_relative = params.max_relative_position or 0
+        self.unidirectional = params.unidirectional_encoder
+        self.similarity_type = params.similarity_type
         self.unify = names.kernel(names.hidden(names.SEQ_UNIFY, 0)) in self.w
         # Ffnn stacks: name -> number of hidden layers (fixed by the weights)
         self.depth = {
@@ -152,7 +151,7 @@ class DIETInference:
         self._angle_rates = (1.0 / np.power(10000.0, 2 * (k // 2) / self.units)).astype(np.float32)
         self._even = k % 2 == 0
         self.intents = (
-            bool(p["intent_classification"]) and label_features.shape[0] > 0
+            params.intent_classification and label_features.shape[0] > 0
             and names.kernel(names.TEXT_EMBED) in self.w
         )
         self.label_embeddings = self._label_embeddings(label_features) if self.intents else None

@@ -16,7 +16,6 @@ units, E embedding_dimension, N intents, K tags.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import keras
@@ -25,24 +24,11 @@ import tensorflow as tf
 
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.crf import CRF
-from nlu_engine.classifiers.diet.encoders import EncoderSlot
 from nlu_engine.classifiers.diet.layers import Dropout, Embed, Ffnn, RandomlyConnectedDense, gelu
 from nlu_engine.classifiers.diet.losses import DotProductLoss, similarity
+from nlu_engine.classifiers.diet.spec import TrainingSpec
 from nlu_engine.classifiers.diet.transformer import TransformerEncoder
-
-
-@dataclass
-class NetworkSpec:
-    """What the data decided: input widths, label features and tag counts."""
-
-    seq_vocab: int  # sparse token feature width V
-    sent_vocab: int  # sparse sentence feature width V'
-    dense_seq_dim: int  # dense token feature width (0 = none)
-    dense_sent_dim: int  # dense sentence feature width (0 = none)
-    label_features: np.ndarray  # [N, V_label] bag of features per intent
-    num_tags: dict[str, int] = field(default_factory=dict)  # "entity" / "role" / "group" -> K
-    # per tag set: (allowed transitions [K, K], allowed first tags [K], allowed last tags [K])
-    constraints: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+from nlu_engine.training_data.bilou import bilou_constraints
 
 
 class SparseEmbeddingBag(keras.layers.Layer):
@@ -100,14 +86,16 @@ class SparseEmbeddingBag(keras.layers.Layer):
 
 
 class DIETNetwork(keras.Model):
-    def __init__(
-        self, spec: NetworkSpec, p: dict[str, Any], encoders: list[EncoderSlot] | None = None
-    ) -> None:
+    """The network ``spec`` describes (``spec.network`` its hyperparameters, ``spec.data`` the
+    input widths and tags, ``spec.encoders`` the encoders it fine-tunes)."""
+
+    def __init__(self, spec: TrainingSpec) -> None:
+        encoder_layers = [slot.encoder.build() for slot in spec.encoders]  # their weights first
         super().__init__(name="diet")
-        self.spec, self.p = spec, p
+        self.spec, self.params, self.data = spec, spec.network, spec.data
         # fine-tuned encoders: their layers are tracked (trained, saved by early stopping)
-        self.encoder_slots = list(encoders or [])
-        self.encoder_layers = [slot.layer for slot in self.encoder_slots]
+        self.encoder_slots = list(spec.encoders)
+        self.encoder_layers = encoder_layers
         # the order of the parts is the order their weights are created in (seeded runs)
         seq_width, concat_dim = self._build_text_input()
         self._build_transformer()
@@ -117,99 +105,98 @@ class DIETNetwork(keras.Model):
 
     def _build_text_input(self) -> tuple[int, int]:
         """Sparse -> dense, concatenated with dense features; returns (sequence width, concat dim)."""
-        p, spec = self.p, self.spec
-        reg, drop, density = p["regularization_constant"], p["drop_rate"], p["connection_density"]
-        dense_dim, concat_dim = _per_attribute(p["dense_dimension"]), _per_attribute(p["concat_dimension"])
-        hidden = _per_attribute(p["hidden_layers_sizes"])
-        sparse_drop = drop if p["use_sparse_input_dropout"] else 0.0
+        p, data = self.params, self.data
+        reg, drop, density = p.regularization_constant, p.drop_rate, p.connection_density
+        width, concat_dim = p.text_dense_dimension, p.text_concat_dimension
+        sparse_drop = drop if p.use_sparse_input_dropout else 0.0
         self.dense_input_drop = Dropout(
-            drop if p["use_dense_input_dropout"] else 0.0, name="dense_input_dropout"
+            drop if p.use_dense_input_dropout else 0.0, name="dense_input_dropout"
         )
         # as Rasa's ConcatenateSparseDenseFeatures: dense input dropout also applies to the
         # sparse features once the embedding bags have made them dense
         self.bag_output_drop = Dropout(
-            drop if p["use_dense_input_dropout"] else 0.0, name="bag_output_dropout"
+            drop if p.use_dense_input_dropout else 0.0, name="bag_output_dropout"
         )
-        all_rows = p["sparse_regularization"] == "all_rows"
+        all_rows = p.sparse_regularization == "all_rows"
         self.seq_bag = SparseEmbeddingBag(
-            spec.seq_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="seq_bag"
+            data.seq_vocab, width, reg, sparse_drop, all_rows, name="seq_bag"
         )
         self.sent_bag = SparseEmbeddingBag(
-            spec.sent_vocab, dense_dim["text"], reg, sparse_drop, all_rows, name="sent_bag"
+            data.sent_vocab, width, reg, sparse_drop, all_rows, name="sent_bag"
         )
-        seq_width = (dense_dim["text"] if spec.seq_vocab else 0) + spec.dense_seq_dim
-        sent_width = (dense_dim["text"] if spec.sent_vocab else 0) + spec.dense_sent_dim
+        seq_width = (width if data.seq_vocab else 0) + data.dense_seq_dim
+        sent_width = (width if data.sent_vocab else 0) + data.dense_sent_dim
         self.unify = seq_width != sent_width and sent_width > 0
-        self.seq_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="seq_unify")
-        self.sent_unify = Ffnn([concat_dim["text"]], drop, reg, density, name="sent_unify")
-        self.text_hidden = Ffnn(hidden["text"], drop, reg, density, name="text_hidden")
-        return seq_width, concat_dim["text"]
+        self.seq_unify = Ffnn([concat_dim], drop, reg, density, name="seq_unify")
+        self.sent_unify = Ffnn([concat_dim], drop, reg, density, name="sent_unify")
+        self.text_hidden = Ffnn(p.text_hidden_layers, drop, reg, density, name="text_hidden")
+        return seq_width, concat_dim
 
     def _build_transformer(self) -> None:
-        p = self.p
-        self.num_layers = p["number_of_transformer_layers"]
+        p = self.params
+        self.num_layers = p.number_of_transformer_layers
         self.transformer = TransformerEncoder(
             num_layers=self.num_layers,
-            units=p["transformer_size"],
-            num_heads=p["number_of_attention_heads"],
-            reg_lambda=p["regularization_constant"],
-            dropout_rate=p["drop_rate"],
-            attention_dropout_rate=p["drop_rate_attention"],
-            density=p["connection_density"],
-            unidirectional=p["unidirectional_encoder"],
-            use_key_relative_position=p["use_key_relative_attention"],
-            use_value_relative_position=p["use_value_relative_attention"],
-            max_relative_position=p["max_relative_position"],
+            units=p.transformer_size,
+            num_heads=p.number_of_attention_heads,
+            reg_lambda=p.regularization_constant,
+            dropout_rate=p.drop_rate,
+            attention_dropout_rate=p.drop_rate_attention,
+            density=p.connection_density,
+            unidirectional=p.unidirectional_encoder,
+            use_key_relative_position=p.use_key_relative_attention,
+            use_value_relative_position=p.use_value_relative_attention,
+            max_relative_position=p.max_relative_position,
             name="transformer",
         )
 
     def _build_intent_head(self) -> None:
         """Sentence and label embeddings compared by the dot-product loss."""
-        p, spec = self.p, self.spec
-        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
+        p, spec = self.params, self.spec
+        reg, embed_dim = p.regularization_constant, p.embedding_dimension
         self.label_features = tf.constant(spec.label_features, tf.float32)  # [N, V_label]
         self.label_dense = RandomlyConnectedDense(
-            _per_attribute(p["dense_dimension"])["label"], density=1.0, reg_lambda=reg, name="label_dense"
+            p.label_dense_dimension, density=1.0, reg_lambda=reg, name="label_dense"
         )
         self.label_hidden = Ffnn(
-            _per_attribute(p["hidden_layers_sizes"])["label"], p["drop_rate"], reg,
-            p["connection_density"], name="label_hidden",
+            p.label_hidden_layers, p.drop_rate, reg, p.connection_density, name="label_hidden",
         )
         self.text_embed = Embed(embed_dim, reg, name="text_embed")
         self.label_embed = Embed(embed_dim, reg, name="label_embed")
         self.all_labels_as_negatives = all_labels_as_negatives(
-            p["use_all_labels_as_negatives"], p["loss_type"], spec.label_features.shape[0],
-            p["number_of_negative_examples"],
+            p.use_all_labels_as_negatives, p.loss_type, spec.label_features.shape[0],
+            p.number_of_negative_examples,
         )
         self.intent_loss = DotProductLoss(
-            num_neg=p["number_of_negative_examples"],
-            loss_type=p["loss_type"],
-            similarity_type=p["similarity_type"],
-            constrain_similarities=p["constrain_similarities"],
-            scale_loss=p["scale_loss"],
-            mu_pos=p["maximum_positive_similarity"],
-            mu_neg=p["maximum_negative_similarity"],
-            use_max_sim_neg=p["use_maximum_negative_similarity"],
-            neg_lambda=p["negative_margin_scale"],
+            num_neg=p.number_of_negative_examples,
+            loss_type=p.loss_type,
+            similarity_type=p.similarity_type,
+            constrain_similarities=p.constrain_similarities,
+            scale_loss=p.scale_loss,
+            mu_pos=p.maximum_positive_similarity,
+            mu_neg=p.maximum_negative_similarity,
+            use_max_sim_neg=p.use_maximum_negative_similarity,
+            neg_lambda=p.negative_margin_scale,
         )
 
     def _build_entity_heads(self) -> None:
         """Entity tags, then role and group tags conditioned on the entity tags; a CRF each."""
-        reg, spec = self.p["regularization_constant"], self.spec
+        reg, data = self.params.regularization_constant, self.data
         self.tag_logits = {
             name: RandomlyConnectedDense(k, density=1.0, name=f"{name}_logits")
-            for name, k in spec.num_tags.items()
+            for name, k in data.num_tags.items()
         }
         self.tag_crf = {
-            name: CRF(k, reg, False, *spec.constraints.get(name, ()), name=f"{name}_crf")
-            for name, k in spec.num_tags.items()
+            name: CRF(k, reg, False, *(bilou_constraints(data.tags[name]) if data.bilou else ()),
+                      name=f"{name}_crf")
+            for name, k in data.num_tags.items()
         }
-        self.entity_tag_embed = Embed(self.p["embedding_dimension"], reg, name="entity_tag_embed")
+        self.entity_tag_embed = Embed(self.params.embedding_dimension, reg, name="entity_tag_embed")
 
     def _build_masked_language_model(self, seq_width: int, concat_dim: int) -> None:
-        p = self.p
-        reg, embed_dim = p["regularization_constant"], p["embedding_dimension"]
-        self.use_mlm = p["use_masked_language_model"] and self.num_layers > 0
+        p = self.params
+        reg, embed_dim = p.regularization_constant, p.embedding_dimension
+        self.use_mlm = p.use_masked_language_model and self.num_layers > 0
         self.mask_vector = self.add_weight(
             name="mask_vector", shape=(1, 1, self._input_width(seq_width, concat_dim)),
             initializer="random_uniform",
@@ -217,14 +204,14 @@ class DIETNetwork(keras.Model):
         self.mlm_out_embed = Embed(embed_dim, reg, name="mlm_out_embed")
         self.mlm_in_embed = Embed(embed_dim, reg, name="mlm_in_embed")
         self.mlm_loss = DotProductLoss(
-            num_neg=p["number_of_negative_examples"], loss_type="cross_entropy",
-            similarity_type="inner", constrain_similarities=p["constrain_similarities"],
+            num_neg=p.number_of_negative_examples, loss_type="cross_entropy",
+            similarity_type="inner", constrain_similarities=p.constrain_similarities,
             scale_loss=False,
         )
 
     def _input_width(self, seq_width: int, concat_dim: int) -> int:
         width = concat_dim if self.unify else max(seq_width, 1)
-        hidden = _per_attribute(self.p["hidden_layers_sizes"])["text"]
+        hidden = self.params.text_hidden_layers
         return hidden[-1] if hidden else width
 
     # ------------------------------------------------------------------------------------------
@@ -251,22 +238,22 @@ class DIETNetwork(keras.Model):
         token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
         dense_seq, dense_sent = self.dense_features(batch, training)
         parts_seq, parts_sent = [], []
-        if self.spec.seq_vocab:
+        if self.data.seq_vocab:
             seq = self.seq_bag(
                 batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
                 batch_size * max_len, training=training,
             )  # [B*T, Dt]
             seq = self.bag_output_drop(seq, training=training)  # [B*T, Dt]
             parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
-        if self.spec.dense_seq_dim:
+        if self.data.dense_seq_dim:
             parts_seq.append(self.dense_input_drop(dense_seq, training=training))
-        if self.spec.sent_vocab:
+        if self.data.sent_vocab:
             sent = self.sent_bag(
                 batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
                 batch_size, training=training,
             )  # [B, Dt]
             parts_sent.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
-        if self.spec.dense_sent_dim:
+        if self.data.dense_sent_dim:
             parts_sent.append(self.dense_input_drop(dense_sent, training=training))
         x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]
         if self.unify:
@@ -302,7 +289,7 @@ class DIETNetwork(keras.Model):
         """Tag logits [B, T, K]; role and group see an embedding of the entity tags."""
         if name == "entity":
             return tf.cast(self.tag_logits[name](h_tokens), tf.float32)
-        one_hot = tf.one_hot(entity_tags, self.spec.num_tags["entity"])  # [B, T, K_e]
+        one_hot = tf.one_hot(entity_tags, self.data.num_tags["entity"])  # [B, T, K_e]
         tag_embedding = tf.cast(self.entity_tag_embed(one_hot), h_tokens.dtype)
         return tf.cast(self.tag_logits[name](tf.concat([h_tokens, tag_embedding], -1)), tf.float32)
 
@@ -329,7 +316,7 @@ class DIETNetwork(keras.Model):
         if self.use_mlm and training:
             x, lm_targets, lm_positions = self._mask_inputs(x, mask, lengths)
         h = self.transform(x, mask, training)  # [B, T+1, U]
-        if self.p["intent_classification"] and self.spec.label_features.shape[0] > 1:
+        if self.params.intent_classification and self.spec.label_features.shape[0] > 1:
             all_labels = self.all_label_embeddings(training)  # [N, E]
             text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             ids = batch["label_ids"]  # [B]
@@ -393,7 +380,7 @@ class DIETNetwork(keras.Model):
         x, mask = self.encode_text(batch, training=False)
         h = self.transform(x, mask, training=False)
         out: dict[str, tf.Tensor] = {}
-        if self.p["intent_classification"] and self.spec.label_features.shape[0] > 0:
+        if self.params.intent_classification and self.spec.label_features.shape[0] > 0:
             all_labels = self.all_label_embeddings(False)  # [N, E]
             text = tf.cast(self.text_embed(self.sentence_vector(h, lengths)), tf.float32)  # [B, E]
             out["intent_sims"] = similarity(
@@ -431,8 +418,8 @@ class DIETNetwork(keras.Model):
             out[names.gamma(name)] = (layer.gamma, None)
             out[names.beta(name)] = (layer.beta, None)
 
-        for name, bag, vocab in ((names.SEQ_BAG, self.seq_bag, self.spec.seq_vocab),
-                                 (names.SENT_BAG, self.sent_bag, self.spec.sent_vocab)):
+        for name, bag, vocab in ((names.SEQ_BAG, self.seq_bag, self.data.seq_vocab),
+                                 (names.SENT_BAG, self.sent_bag, self.data.sent_vocab)):
             if vocab:
                 out[names.kernel(name)] = (bag.kernel, None)
                 out[names.bias(name)] = (bag.bias, None)
@@ -458,7 +445,7 @@ class DIETNetwork(keras.Model):
                 dense(layer.ffn_in, block.ffn_in)
                 dense(layer.ffn_out, block.ffn_out)
             norm(names.TRANSFORMER_OUTPUT_NORM, encoder.output_norm)
-        if self.p["intent_classification"] and self.spec.label_features.shape[0] > 0:
+        if self.params.intent_classification and self.spec.label_features.shape[0] > 0:
             dense(names.LABEL_DENSE, self.label_dense)
             ffnn(names.LABEL_HIDDEN, self.label_hidden)
             dense(names.TEXT_EMBED, self.text_embed.dense)
@@ -517,10 +504,3 @@ def _insert(features, part, start: int, empty_shape):
     if features is None:
         features = tf.zeros(empty_shape, part.dtype)
     return tf.concat([features[..., :start], part, features[..., start:]], axis=-1)
-
-
-def _per_attribute(value: Any) -> dict[str, Any]:
-    """Rasa's per-attribute parameters ({text: 128, label: 20}); a bare value means both."""
-    if isinstance(value, dict):
-        return {"text": value.get("text"), "label": value.get("label"), **value}
-    return {"text": value, "label": value}

@@ -29,21 +29,17 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.classifiers.diet.spec import Blocks, Vocabularies
 from nlu_engine.contract.component import CannotResume, FinetuneOptions
 from nlu_engine.contract.message import Message
 
-if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.classifiers.diet.component import DIETClassifier
-
 #: an axis map: for each row of the new weight, its row in the stored one, or -1 for a new row
 AxisMap = np.ndarray
-#: feature blocks side by side: [origin, width] per featurizer, in order
-Blocks = Sequence[Sequence[Any]]
 
 
 def block_rows(stored: Blocks, current: Blocks) -> AxisMap:
@@ -161,36 +157,45 @@ class ResumePlan:
         return np.sort(np.concatenate([new, picked]))
 
 
+@dataclass(frozen=True)
+class StoredModel:
+    """A trained DIET model as fine-tuning resumes from it."""
+
+    data: Vocabularies  # what it had learned from its data
+    weights: dict[str, np.ndarray]  # by ``weight_names``
+    example_hashes: np.ndarray | None  # of the examples it was trained on (``example_hashes``)
+
+
 def plan(
-    previous: DIETClassifier, current: DIETClassifier, examples: list[Message],
-    options: FinetuneOptions,
+    previous: StoredModel, current: Vocabularies, hashes: np.ndarray, options: FinetuneOptions
 ) -> ResumePlan:
-    """Map ``previous`` (loaded) onto ``current``, whose vocabularies, intents, tags and input
-    blocks the new data has just set; CannotResume when the two do not fit."""
-    layout = ("seq_blocks_", "sent_blocks_", "label_blocks_", "example_hashes_")
-    if any(getattr(previous, key, None) is None for key in layout):
+    """Map ``previous`` onto the vocabularies, intents, tags and input blocks the new data has
+    just set (``current``; ``hashes`` of its training examples); CannotResume when the two do
+    not fit."""
+    old = previous.data
+    if (old.seq_blocks is None or old.sent_blocks is None or old.label_blocks is None
+            or previous.example_hashes is None):
         raise CannotResume("the model does not record its input layout (trained by an older "
                            "version, or with text labels)")
-    if current.label_blocks_ is None:
+    if current.label_blocks is None:
         raise CannotResume("text labels are rebuilt on every training")
-    dense = ("dense_seq_dim_", "dense_sent_dim_")
-    if any(getattr(previous, key) != getattr(current, key) for key in dense):
+    if (old.dense_seq_dim, old.dense_sent_dim) != (current.dense_seq_dim, current.dense_sent_dim):
         raise CannotResume("the dense features changed width")
-    if bool(previous.label_blocks_) != bool(current.label_blocks_):
+    if bool(old.label_blocks) != bool(current.label_blocks):
         raise CannotResume("the label features changed kind")
-    label_rows = (block_rows(previous.label_blocks_, current.label_blocks_) if current.label_blocks_
-                  else name_rows(previous.intents_, current.intents_))
+    label_rows = (block_rows(old.label_blocks, current.label_blocks) if current.label_blocks
+                  else name_rows(old.intents, current.intents))
     axes: dict[str, tuple[AxisMap | None, ...]] = {
-        names.kernel(names.SEQ_BAG): (block_rows(previous.seq_blocks_, current.seq_blocks_), None),
-        names.kernel(names.SENT_BAG): (block_rows(previous.sent_blocks_, current.sent_blocks_), None),
+        names.kernel(names.SEQ_BAG): (block_rows(old.seq_blocks, current.seq_blocks or ()), None),
+        names.kernel(names.SENT_BAG): (block_rows(old.sent_blocks, current.sent_blocks or ()), None),
         names.kernel(names.LABEL_DENSE): (label_rows, None),
     }
-    for kind, vocabulary in current.tag_vocab_.items():
-        tags = name_rows(previous.tag_vocab_.get(kind, []), vocabulary)
+    for kind, vocabulary in current.tags.items():
+        tags = name_rows(old.tags.get(kind, ()), vocabulary)
         axes[names.kernel(names.tag_logits(kind))] = (None, tags)
         axes[names.bias(names.tag_logits(kind))] = (tags,)
         axes[names.transitions(kind)] = (tags, tags)
         if kind == "entity":
             axes[names.kernel(names.ENTITY_TAG_EMBED)] = (tags, None)
-    rehearse = np.isin(example_hashes(examples, current.label_of), previous.example_hashes_)
-    return ResumePlan(previous.weights_, axes, rehearse, options)
+    rehearse = np.isin(hashes, previous.example_hashes)
+    return ResumePlan(previous.weights, axes, rehearse, options)

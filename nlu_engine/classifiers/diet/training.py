@@ -36,16 +36,16 @@ from nlu_engine.classifiers.diet.callbacks import (
     TensorBoardLogger,
     require_tensorboard,
 )
-from nlu_engine.classifiers.diet.encoders import EncoderSlot, input_widths
+from nlu_engine.classifiers.diet.encoders import input_widths
 from nlu_engine.classifiers.diet.loop import Callback, train_epochs
-from nlu_engine.classifiers.diet.model import DIETNetwork, NetworkSpec
+from nlu_engine.classifiers.diet.model import DIETNetwork
 from nlu_engine.classifiers.diet.optimizer import linear_decay, warmup_linear_decay
+from nlu_engine.classifiers.diet.spec import TrainingOptions, TrainingSpec
 from nlu_engine.classifiers.diet.steps import DIETTrainer
 from nlu_engine.contract.allocator import large_blocks_on_heap
-from nlu_engine.training_data.bilou import bilou_constraints, f1_score
+from nlu_engine.training_data.bilou import f1_score
 
 if TYPE_CHECKING:  # pragma: no cover
-    from nlu_engine.classifiers.diet.component import DIETClassifier
     from nlu_engine.classifiers.diet.resume import ResumePlan
 
 # training examples decoded for the tag F1 of the progress bar and history (``TagF1Monitor``)
@@ -60,14 +60,13 @@ def ragged_signature(ragged: dict[str, list[np.ndarray]]) -> dict[str, tf.Tensor
     }
 
 
-def input_signature(
-    component: DIETClassifier, with_tags: bool, encoders: Sequence[EncoderSlot] = ()
-) -> dict[str, tf.TensorSpec]:
+def input_signature(spec: TrainingSpec, with_tags: bool) -> dict[str, tf.TensorSpec]:
     """The dynamic-shape signature of a batch (see ``batching.make_batch``), without the
-    ragged inputs (``ragged_signature``); the dense features without the ``encoders``' columns."""
+    ragged inputs (``ragged_signature``); the dense features without the columns of the
+    encoders ``spec`` fine-tunes."""
     i32, f32 = tf.int32, tf.float32
-    seq_dim, sent_dim = input_widths(component.dense_seq_dim_, component.dense_sent_dim_, list(encoders))
-    spec = {
+    seq_dim, sent_dim = input_widths(spec.data.dense_seq_dim, spec.data.dense_sent_dim, list(spec.encoders))
+    signature = {
         "lengths": tf.TensorSpec([None], i32),
         "seq_ids": tf.TensorSpec([None], i32),
         "seq_values": tf.TensorSpec([None], f32),
@@ -79,19 +78,19 @@ def input_signature(
         "label_ids": tf.TensorSpec([None], i32),
     }
     if seq_dim:
-        spec["dense_seq"] = tf.TensorSpec([None, None, seq_dim], f32)
+        signature["dense_seq"] = tf.TensorSpec([None, None, seq_dim], f32)
     if sent_dim:
-        spec["dense_sent"] = tf.TensorSpec([None, sent_dim], f32)
+        signature["dense_sent"] = tf.TensorSpec([None, sent_dim], f32)
     if with_tags:
-        for kind in component.tag_vocab_:
-            spec[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
-    return spec
+        for kind in spec.data.tags:
+            signature[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
+    return signature
 
 
 MIN_STEPS, MIN_EPOCHS, MAX_EPOCHS = 1200, 20, 300
 
 
-def resolve_epochs(epochs: int | None, batch_size: int | list[int], examples: int) -> int:
+def resolve_epochs(epochs: int | None, batch_size: int | Sequence[int], examples: int) -> int:
     """``epochs`` as given, or by default enough for about 1,200 optimizer steps: 20 epochs on
     SNIPS or NLU-Evaluation-Data, up to 300 on a small assistant's data (which has only one or two
     batches an epoch)."""
@@ -103,32 +102,12 @@ def resolve_epochs(epochs: int | None, batch_size: int | list[int], examples: in
     return int(min(MAX_EPOCHS, max(MIN_EPOCHS, -(-MIN_STEPS // steps_per_epoch))))
 
 
-def build_network(
-    component: DIETClassifier,
-    params: dict[str, Any],
-    label_features: np.ndarray,
-    encoders: Sequence[EncoderSlot] = (),
-    ragged: dict[str, tf.TensorSpec] | None = None,
-) -> DIETNetwork:
+def build_network(spec: TrainingSpec, ragged: dict[str, tf.TensorSpec] | None = None) -> DIETNetwork:
     """Construct the network and create every weight (one dummy prediction, no training).
 
-    ``encoders`` get their layers built here; ``ragged`` is the signature of their inputs."""
-    spec = NetworkSpec(
-        seq_vocab=component.seq_vocab_,
-        sent_vocab=component.sent_vocab_,
-        dense_seq_dim=component.dense_seq_dim_,
-        dense_sent_dim=component.dense_sent_dim_,
-        label_features=label_features,
-        num_tags={kind: len(v) for kind, v in component.tag_vocab_.items()},
-        constraints={
-            kind: bilou_constraints(v)
-            for kind, v in component.tag_vocab_.items()
-            if component.config.BILOU_flag
-        },
-    )
-    for slot in encoders:
-        slot.layer = slot.encoder.build()
-    network = DIETNetwork(spec, params, list(encoders))
+    The fine-tuned encoders get their layers built here; ``ragged`` is the signature of their
+    inputs."""
+    network = DIETNetwork(spec)
     dummy = {
         "lengths": np.ones(1, np.int32),
         "seq_ids": np.zeros(0, np.int32),
@@ -140,7 +119,7 @@ def build_network(
         "shape": np.array([1, 1], np.int32),
         "label_ids": np.zeros(1, np.int32),
     }
-    seq_dim, sent_dim = input_widths(spec.dense_seq_dim, spec.dense_sent_dim, list(encoders))
+    seq_dim, sent_dim = input_widths(spec.data.dense_seq_dim, spec.data.dense_sent_dim, list(spec.encoders))
     if seq_dim:
         dummy["dense_seq"] = np.zeros((1, 1, seq_dim), np.float32)
     if sent_dim:
@@ -151,15 +130,13 @@ def build_network(
     if network.use_mlm:  # training-only layers, built so that weight lists always match
         embed_input = tf.zeros((1, int(network.mask_vector.shape[-1])))
         network.mlm_in_embed(embed_input)
-        network.mlm_out_embed(tf.zeros((1, params["transformer_size"])))
+        network.mlm_out_embed(tf.zeros((1, spec.network.transformer_size)))
     return network
 
 
-def compiled_predict(
-    network: DIETNetwork, component: DIETClassifier, ragged: dict[str, tf.TensorSpec] | None = None
-):
-    signature = {**input_signature(component, False, network.encoder_slots), **(ragged or {})}
-    if component.config.run_eagerly:
+def compiled_predict(network: DIETNetwork, ragged: dict[str, tf.TensorSpec] | None = None):
+    signature = {**input_signature(network.spec, False), **(ragged or {})}
+    if network.spec.training.run_eagerly:
         return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     function = tf.function(network.predict_batch, input_signature=[signature])
     return lambda batch: function({k: batch[k] for k in signature})
@@ -222,66 +199,66 @@ def evaluate(predict, data: EncodedData, kinds: list[str]) -> dict[str, float]:
 
 
 def epoch_batches(
-    component: DIETClassifier, data: EncodedData, epoch: int, epochs: int, rng: np.random.Generator,
+    spec: TrainingSpec, data: EncodedData, epoch: int, epochs: int, rng: np.random.Generator,
     pool: np.ndarray | None = None,
 ) -> list[np.ndarray]:
     """The batches (example indices) of one epoch: balanced by label or shuffled, then grouped
     by length; with ``drop_small_last_batch``, batches under half the size are left out.
     ``pool``: the examples this epoch trains on (all when None)."""
-    batch_size = batch_size_for_epoch(component.config.batch_size, epoch, epochs)
-    if component.config.batch_strategy == "balanced" and component.config.intent_classification:
+    batch_size = batch_size_for_epoch(spec.training.batch_size, epoch, epochs)
+    if spec.training.batch_strategy == "balanced" and spec.network.intent_classification:
         labels = data.label_ids if pool is None else data.label_ids[pool]
         order = balanced_order(labels, batch_size, rng)
         order = order if pool is None else pool[order]
     else:
         order = rng.permutation(len(data) if pool is None else pool)
     batches = length_grouped_batches(order, data.lengths, batch_size, rng)
-    if component.config.drop_small_last_batch:
+    if spec.training.drop_small_last_batch:
         batches = [b for b in batches if len(b) >= batch_size // 2] or batches
     return batches
 
 
-def total_steps(component: DIETClassifier, examples: int, epochs: int) -> int:
+def total_steps(options: TrainingOptions, examples: int, epochs: int) -> int:
     """The optimizer steps of a training (one per batch of ``batch_size`` examples);
     ``examples`` per epoch."""
     return sum(
-        max(1, -(-examples // batch_size_for_epoch(component.config.batch_size, e, epochs)))
+        max(1, -(-examples // batch_size_for_epoch(options.batch_size, e, epochs)))
         for e in range(epochs)
     )
 
 
-def learning_rate(component: DIETClassifier, examples: int, epochs: int, scale: float = 1.0) -> Any:
+def learning_rate(options: TrainingOptions, examples: int, epochs: int, scale: float = 1.0) -> Any:
     """``learning_rate`` times ``scale`` (fine-tuning starts the schedule again lower), constant
     or (``linear_decay``) a function of the optimizer step; ``examples`` per epoch."""
-    start = component.config.learning_rate * scale
-    if component.config.learning_rate_schedule != "linear_decay":
+    start = options.learning_rate * scale
+    if options.learning_rate_schedule != "linear_decay":
         return start
-    return linear_decay(start, total_steps(component, examples, epochs))
+    return linear_decay(start, total_steps(options, examples, epochs))
 
 
 def encoder_rates(network: DIETNetwork, steps: int) -> list[tuple[list, Any]]:
     """(variables, learning rate) per layer of each fine-tuned encoder: its own rate, warm-up and
     linear decay, times ``layerwise_decay`` per layer down from the top."""
     groups: list[tuple[list, Any]] = []
-    for slot in network.encoder_slots:
+    for slot, layer in zip(network.encoder_slots, network.encoder_layers, strict=True):
         settings = slot.encoder.optimization()
         warmup = round(settings.warmup_fraction * steps)
-        for depth, variables in enumerate(slot.layer.variable_groups()):
+        for depth, variables in enumerate(layer.variable_groups()):
             peak = settings.learning_rate * settings.layerwise_decay**depth
             groups.append((variables, warmup_linear_decay(peak, warmup, steps)))
     return groups
 
 
 def diet_callbacks(
-    component: DIETClassifier,
     network: DIETNetwork,
     trainer: DIETTrainer,
     training: EncodedData,
     evaluation: EncodedData | None,
 ) -> list[Callback]:
     """DIET's own parts of the training loop, in the order they run (see ``callbacks.py``)."""
-    predict = compiled_predict(network, component, ragged_signature(training.ragged))
-    kinds = list(component.tag_vocab_)
+    spec, options = network.spec, network.spec.training
+    predict = compiled_predict(network, ragged_signature(training.ragged))
+    kinds = list(spec.data.tags)
 
     def score(data: EncodedData) -> dict[str, float]:
         return evaluate(predict, data, kinds)
@@ -289,43 +266,41 @@ def diet_callbacks(
     parts: list[Callback] = []
     if kinds:
         size = min(MONITORED_EXAMPLES, len(training))
-        rng = np.random.default_rng(component.config.random_seed)
+        rng = np.random.default_rng(options.random_seed)
         sample = rng.choice(len(training), size, replace=False)
         parts.append(TagF1Monitor(score, _subset(training, np.sort(sample)), kinds))
     parts += [ReturnFreeMemory(), History()]
     if evaluation is not None:
-        parts.append(HoldoutEvaluation(score, evaluation, component.config.evaluate_every_number_of_epochs))
-    if component.config.tensorboard_log_directory:
-        parts.append(TensorBoardLogger(component.config.tensorboard_log_directory,
-                                       component.config.tensorboard_log_level, trainer.batch_loss))
-    parts.append(ProgressBar(f"{component.component_name()} epochs", component.config.show_progress))
-    config = component.config
-    if evaluation is not None and (config.checkpoint_model or config.early_stopping_patience):
-        parts.append(EarlyStopping(network, component.config.early_stopping_patience))
+        parts.append(HoldoutEvaluation(score, evaluation, options.evaluate_every_number_of_epochs))
+    if options.tensorboard_log_directory:
+        parts.append(TensorBoardLogger(options.tensorboard_log_directory,
+                                       options.tensorboard_log_level, trainer.batch_loss))
+    parts.append(ProgressBar(f"{spec.name} epochs", options.show_progress))
+    if evaluation is not None and (options.checkpoint_model or options.early_stopping_patience):
+        parts.append(EarlyStopping(network, options.early_stopping_patience))
     return parts
 
 
 @large_blocks_on_heap()
 def fit(
-    component: DIETClassifier,
-    params: dict[str, Any],
+    spec: TrainingSpec,
     encoded: EncodedData,
-    label_features: np.ndarray,
     callbacks: Sequence[Callback] = (),
     resume: ResumePlan | None = None,
-    encoders: Sequence[EncoderSlot] = (),
 ) -> tuple[DIETNetwork, dict[str, Any]]:
-    """Train a new network on ``encoded``; returns it and the per-epoch history.
+    """Train a new network as ``spec`` describes on ``encoded``; returns it and the per-epoch
+    history.
 
     ``callbacks`` run after DIET's own (``diet_callbacks``) at every hook of the loop.
     ``resume``: start from a stored model's weights and train as fine-tuning does
     (``resume.py``: the epochs' share, each epoch's examples, the restarted learning rate).
-    ``encoders`` are fine-tuned with it (their inputs in ``encoded.ragged``).
+    ``spec.encoders`` are fine-tuned with it (their inputs in ``encoded.ragged``).
     """
-    if component.config.tensorboard_log_directory:
-        require_tensorboard(component.component_name())
-    rng = np.random.default_rng(component.config.random_seed)  # hold-out split, then each epoch's batches
-    holdout = _holdout(encoded.label_ids, component.config.evaluate_on_number_of_examples, rng)
+    options = spec.training
+    if options.tensorboard_log_directory:
+        require_tensorboard(spec.name)
+    rng = np.random.default_rng(options.random_seed)  # hold-out split, then each epoch's batches
+    holdout = _holdout(encoded.label_ids, options.evaluate_on_number_of_examples, rng)
     evaluation = None
     if len(holdout):
         keep = np.setdiff1d(np.arange(len(encoded)), holdout)
@@ -334,24 +309,24 @@ def fit(
         resume = resume.subset(keep) if resume is not None else None
 
     ragged = ragged_signature(encoded.ragged)
-    network = build_network(component, params, label_features, encoders, ragged)
-    epochs = resolve_epochs(component.config.epochs, component.config.batch_size, len(encoded))
+    network = build_network(spec, ragged)
+    epochs = resolve_epochs(options.epochs, options.batch_size, len(encoded))
     per_epoch, scale = len(encoded), 1.0
     if resume is not None:
         resume.restore(network)
         epochs, per_epoch = resume.epochs(epochs), resume.examples_per_epoch()
         scale = resume.options.learning_rate_fraction
     trainer = DIETTrainer(
-        network, encoded, learning_rate(component, per_epoch, epochs, scale),
-        {**input_signature(component, True, encoders), **ragged},
-        component.config.max_micro_batch_size, eager=component.config.run_eagerly,
-        groups=encoder_rates(network, total_steps(component, per_epoch, epochs)),
+        network, encoded, learning_rate(options, per_epoch, epochs, scale),
+        {**input_signature(spec, True), **ragged},
+        options.max_micro_batch_size, eager=options.run_eagerly,
+        groups=encoder_rates(network, total_steps(options, per_epoch, epochs)),
     )
-    parts = [*diet_callbacks(component, network, trainer, encoded, evaluation), *callbacks]
+    parts = [*diet_callbacks(network, trainer, encoded, evaluation), *callbacks]
 
     def batches(epoch: int) -> list[np.ndarray]:
         pool = None if resume is None else resume.epoch_pool(rng)
-        return epoch_batches(component, encoded, epoch, epochs, rng, pool)
+        return epoch_batches(spec, encoded, epoch, epochs, rng, pool)
 
     state = train_epochs(trainer, batches, epochs, parts)
     if resume is not None:

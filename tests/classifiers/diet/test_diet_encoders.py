@@ -82,7 +82,7 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     diet = pipeline.components[-1]
     examples = [m for m in data.messages if m.intent]
     diet._learn_vocabularies(data, examples)
-    slots = encoder_slots(diet._encoders, examples[0], None)
+    slots = encoder_slots(diet.trainable_encoders, examples[0], None)
     columns = (8, 16) if between else (0, 8)
     assert [(s.seq_columns, s.sent_columns) for s in slots] == [(columns, columns)]
     encoded = diet._encode(examples, with_targets=True, slots=slots)
@@ -91,7 +91,7 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     else:
         assert encoded.dense_seq is None and encoded.dense_sent is None
     encoded.ragged = ragged_inputs(slots, examples)
-    network = build_network(diet, diet.network_params(), diet._label_features(examples), slots,
+    network = build_network(diet.training_spec(diet._label_features(examples), slots),
                             ragged_signature(encoded.ragged))
     batch = make_batch(encoded, np.arange(len(examples)))
     sequence, sentence = network.dense_features({k: tf.constant(v) for k, v in batch.items()}, False)
@@ -99,7 +99,8 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     expected = make_batch(frozen, np.arange(len(examples)))
     np.testing.assert_allclose(np.asarray(sequence), expected["dense_seq"], atol=2e-5)
     np.testing.assert_allclose(np.asarray(sentence), expected["dense_sent"], atol=2e-5)
-    assert {id(v) for v in slots[0].layer.trainable_variables} <= {id(v) for v in network.trainable_variables}
+    layer = network.encoder_layers[0]
+    assert {id(v) for v in layer.trainable_variables} <= {id(v) for v in network.trainable_variables}
 
 
 def test_fine_tuning_moves_only_the_trainable_layers_and_parses_with_them(

@@ -41,7 +41,7 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
     component.dense_seq_dim_ = component.dense_sent_dim_ = dense
     label_features = component._label_features(examples)
     component._seed()
-    network = build_network(component, component.network_params(), label_features)
+    network = build_network(component.training_spec(label_features, []))
     # every weight (biases, layer norms, transitions too) made non-trivial
     rng = np.random.default_rng(0)
     network.set_weights([w + rng.normal(0, 0.3, w.shape).astype(w.dtype) if w.dtype == np.float32 else w

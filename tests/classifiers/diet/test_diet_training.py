@@ -127,10 +127,8 @@ def test_extra_callbacks_plug_into_fit(featurized) -> None:
     component._learn_vocabularies(data, examples)
     component._seed()
     stopper = StopAfter(2)
-    _, history = fit(
-        component, component.network_params(), component._encode(examples, with_targets=True),
-        component._label_features(examples), callbacks=[stopper],
-    )
+    spec = component.training_spec(component._label_features(examples), [])
+    _, history = fit(spec, component._encode(examples, with_targets=True), callbacks=[stopper])
     assert len(history["epochs"]) == 2
     # the callback runs after DIET's own: it sees the decoded tag F1 of every tag set
     assert stopper.seen == ["begin", *[["e_f1", "i_acc", "r_f1", "t_loss"]] * 2, "end"]

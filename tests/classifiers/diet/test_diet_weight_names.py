@@ -45,7 +45,7 @@ def test_the_export_writes_the_pinned_names(featurized) -> None:
     component._learn_vocabularies(data, examples)
     component.dense_seq_dim_, component.dense_sent_dim_ = 3, 5  # widths differ: unify layers
     component._seed()
-    network = build_network(component, component.network_params(), component._label_features(examples))
+    network = build_network(component.training_spec(component._label_features(examples), []))
     assert sorted(network.export_weights()) == PINNED
 
 

@@ -41,6 +41,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                 f"({intent['fallback_rate']:.2%}) fell back to nlu_fallback; the intent scores undo "
                 f"it, as Rasa's; counting them as errors, accuracy is {intent['accuracy_with_fallback']:.4f}"
             )
+    confidence = summary.get("confidence")
+    if confidence:
+        lines.extend(_confidence_lines(confidence))
     selection = summary.get("response_selection")
     if selection:
         lines.append(
@@ -129,6 +132,12 @@ def write_reports(
         else:
             images = _plot_all(evaluation, folder)
             written.extend(path.name for _, path in images)
+    confidence = evaluation.confidence
+    if confidence is not None and not confidence.num_out_of_scope:
+        notices.append(
+            f"the test data has no examples of the out-of-scope intent "
+            f"'{confidence.out_of_scope_intent}': calibration only (mark out-of-scope test "
+            "messages with that intent, or name yours with --out-of-scope-intent)")
 
     summary = {**evaluation.summary(), **dict(info or {})}
     summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
@@ -154,9 +163,34 @@ def _write_labelled(
     return names
 
 
+def _confidence_lines(confidence: Mapping[str, Any]) -> list[str]:
+    lines = [f"Confidence: expected calibration error {confidence['ece']:.4f} (largest bin gap "
+             f"{confidence['max_calibration_gap']:.3f}), mean {confidence['mean_confidence']:.4f} for "
+             f"an accuracy of {confidence['accuracy']:.4f}; a fallback threshold up to "
+             f"{confidence['suggested_threshold']:.2f} keeps in-scope accuracy within 1 point"]
+    if confidence.get("calibrated") is False:
+        lines.append("Confidence: the model's confidences are not calibrated (trained before "
+                     "calibration existed, with calibration off, or on data too small to hold any out)")
+    if "out_of_scope_recall" in confidence:
+        lines.append(
+            f"Out of scope ({confidence['num_out_of_scope']} messages of "
+            f"'{confidence['out_of_scope_intent']}'): recall {confidence['out_of_scope_recall']:.4f}, "
+            f"precision {confidence['out_of_scope_precision']:.4f}, AUROC {confidence['auroc']:.4f}; "
+            f"in-scope accuracy {confidence['in_scope_accuracy']:.4f} counting fallbacks as errors "
+            f"({confidence['in_scope_accuracy_without_fallback']:.4f} without the fallback)")
+    return lines
+
+
 def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
     images: list[tuple[str, Path]] = []
     intent = evaluation.intent
+    confidence = evaluation.confidence
+    if confidence is not None and confidence.bins:
+        images.append(("Intent confidence: reliability", plots.plot_reliability(
+            confidence.bins, confidence.ece, folder / "intent_reliability.png")))
+        images.append(("Fallback threshold sweep", plots.plot_threshold_sweep(
+            confidence.sweep, confidence.suggested_threshold, folder / "fallback_sweep.png",
+            with_out_of_scope=bool(confidence.num_out_of_scope))))
     if intent is not None:
         images.append(("Intent confusion matrix", plots.plot_confusion_matrix(
             intent.labels, intent.matrix, folder / "intent_confusion_matrix.png",

@@ -4,8 +4,11 @@ While a classifier trains, a stratified share of its examples is held out (``cal
 Once the classifier has learned from the rest, its scores for the held-out examples fit two things:
 
 * **Temperature** ``T`` (Guo et al. 2017): the confidences become ``softmax(log p / T)``, with
-  ``T`` chosen to minimise the negative log-likelihood of the held-out intents. It changes no
-  ranking, so accuracy is unchanged; it makes a confidence of 0.8 right about 8 times in 10.
+  ``T`` chosen to minimise the negative log-likelihood of the held-out intents. Then the top
+  intent's confidence ``c`` becomes ``sigmoid(a * logit(c) + b)`` (Platt scaling of the top label,
+  fitted on whether the held-out predictions were right; the other intents share what is left in
+  proportion). Neither changes the ranking, so accuracy is unchanged; together they make a
+  confidence of 0.8 right about 8 times in 10.
 * **An in-scope score**: the Mahalanobis distance of the message's sentence vector to the nearest
   intent's training examples (class means, one shared covariance; Lee et al. 2018). The held-out
   examples' distances are the reference of what in-scope looks like. A message farther out than
@@ -43,12 +46,14 @@ CALIBRATION_NPZ = "calibration.npz"
 #: the share of each intent's examples held out to fit the calibration
 DEFAULT_SHARE = 0.1
 #: in-scope messages whose confidence the in-scope score lowers (the conformal level)
-DEFAULT_ALPHA = 0.02
+DEFAULT_ALPHA = 0.05
 #: a covariance's shrinkage towards its diagonal's mean, so that a few hundred examples give a
 #: well-conditioned inverse
 SHRINKAGE = 0.1
 #: fewer held-out examples than this fit no calibration (the classifier says so once)
 MIN_HELD_OUT = 20
+#: fewer held-out examples than this fit the temperature only, not the top label's Platt scaling
+MIN_HELD_OUT_FOR_PLATT = 200
 #: the training examples whose vectors fit the in-scope score, at most
 MAX_REFERENCE_EXAMPLES = 4000
 #: the intent Rasa bots use for out-of-scope examples
@@ -98,6 +103,28 @@ def fit_temperature(log_probs: np.ndarray, targets: np.ndarray) -> float:
 
     result = minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-4})
     return float(np.exp(result.x))
+
+
+def fit_top_label(confidences: np.ndarray, correct: np.ndarray) -> tuple[float, float]:
+    """``(a, b)`` of ``sigmoid(a * logit(c) + b)`` fitted by likelihood to whether the top
+    predictions with confidences ``c`` [M] were ``correct`` [M]; (1, 0) leaves them as they are."""
+    from scipy.optimize import minimize
+
+    x = _logit(confidences)
+    y = correct.astype(np.float64)
+
+    def nll(w: np.ndarray) -> float:
+        z = w[0] * x + w[1]
+        return float(np.mean(np.logaddexp(0.0, z) - y * z))  # -log-likelihood of a sigmoid
+
+    result = minimize(nll, np.array([1.0, 0.0]), method="L-BFGS-B",
+                      bounds=[(0.05, 20.0), (-10.0, 10.0)])
+    return (float(result.x[0]), float(result.x[1])) if result.success else (1.0, 0.0)
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p.astype(np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
 
 
 @dataclass
@@ -156,6 +183,8 @@ class Calibration:
     """What a classifier learned about its own confidences (see the module's docstring)."""
 
     temperature: float = 1.0
+    top_slope: float = 1.0
+    top_bias: float = 0.0
     in_scope: InScope | None = None
     examples: int = 0  # how many held-out examples it was fitted on (0: not calibrated)
     notes: dict[str, Any] = field(default_factory=dict)
@@ -169,17 +198,31 @@ class Calibration:
         the in-scope score, its sentence vectors [B, D]."""
         if not self.calibrated:
             return probabilities
-        logp = np.log(np.maximum(probabilities.astype(np.float64), 1e-300)) / self.temperature
-        logp -= logp.max(axis=1, keepdims=True)
-        out = np.exp(logp)
-        out /= out.sum(axis=1, keepdims=True)
+        out = _softmax(np.log(np.maximum(probabilities.astype(np.float64), 1e-300)) / self.temperature)
+        if (self.top_slope, self.top_bias) != (1.0, 0.0):
+            out = self._rescale_top(out)
         if self.in_scope is not None and vectors is not None:
             out *= self.in_scope.factors(vectors)[:, None]
+        return out
+
+    def _rescale_top(self, probabilities: np.ndarray) -> np.ndarray:
+        """The top intent's confidence through the fitted sigmoid, the others scaled to share the
+        rest; never below the second's new confidence, so the ranking stands."""
+        rows = np.arange(len(probabilities))
+        top = probabilities.argmax(axis=1)
+        old = probabilities[rows, top]
+        new = 1.0 / (1.0 + np.exp(-(self.top_slope * _logit(old) + self.top_bias)))
+        rest = np.where(old < 1.0, (1.0 - new) / np.maximum(1.0 - old, 1e-12), 0.0)
+        out = probabilities * rest[:, None]
+        out[rows, top] = 0.0
+        second = out.max(axis=1)
+        out[rows, top] = np.where(new > second, new, second * (1 + 1e-9))  # no ties
         return out
 
     # --- persistence --------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
         state: dict[str, Any] = {"temperature": self.temperature, "examples": self.examples,
+                                 "top_label": [self.top_slope, self.top_bias],
                                  "notes": self.notes, "in_scope": None}
         if self.in_scope is not None:
             state["in_scope"] = {"score": "mahalanobis", "alpha": self.in_scope.alpha}
@@ -207,8 +250,17 @@ class Calibration:
             in_scope = InScope(means=means, precision=precision,
                                reference=np.sort(arrays["reference"].astype(np.float64)),
                                alpha=float(state["in_scope"].get("alpha", DEFAULT_ALPHA)))
-        return cls(temperature=temperature, in_scope=in_scope, examples=int(state.get("examples", 0)),
-                   notes=dict(state.get("notes") or {}))
+        slope, bias = (float(v) for v in state.get("top_label", [1.0, 0.0]))
+        if not (np.isfinite(slope) and np.isfinite(bias)):
+            raise ValueError(f"{CALIBRATION_JSON}: top_label must be two numbers")
+        return cls(temperature=temperature, top_slope=slope, top_bias=bias, in_scope=in_scope,
+                   examples=int(state.get("examples", 0)), notes=dict(state.get("notes") or {}))
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def expected_calibration_error(
@@ -289,7 +341,12 @@ def fit_calibration(
     probabilities, held_vectors = predict(held)
     targets = np.array([index.get(label_of(m) or "", -1) for m in held])
     temperature = fit_temperature(np.log(np.maximum(probabilities, 1e-300)), targets)
-    notes: dict[str, Any] = {"held_out_accuracy": float((probabilities.argmax(1) == targets).mean())}
+    correct = probabilities.argmax(1) == targets
+    slope, bias = 1.0, 0.0
+    if len(held) >= MIN_HELD_OUT_FOR_PLATT:
+        tempered = _softmax(np.log(np.maximum(probabilities, 1e-300)) / temperature)
+        slope, bias = fit_top_label(tempered.max(axis=1), correct)
+    notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
     in_scope = None
     if held_vectors is not None:
         in_train = [m for m in train if label_of(m) in index and label_of(m) != out_of_scope]
@@ -302,4 +359,5 @@ def fit_calibration(
             labels = np.array([index[label_of(m) or ""] for m in in_train])
             in_held = np.array([label_of(m) != out_of_scope for m in held])
             in_scope = InScope.fit(train_vectors, labels, held_vectors[in_held])
-    return Calibration(temperature=temperature, in_scope=in_scope, examples=len(held), notes=notes)
+    return Calibration(temperature=temperature, top_slope=slope, top_bias=bias, in_scope=in_scope,
+                       examples=len(held), notes=notes)

@@ -175,9 +175,9 @@ def plot_reliability(bins: Sequence[Mapping[str, float]], ece: float, path: str 
     widths = [b["high"] - b["low"] for b in bins]
     top.bar(lows, [b["accuracy"] for b in bins], width=widths, align="edge", color="#4263eb",
             edgecolor="white", label="accuracy")
-    top.bar(lows, [b["confidence"] - b["accuracy"] for b in bins], bottom=[b["accuracy"] for b in bins],
-            width=widths, align="edge", color="#e03131", alpha=0.35, edgecolor="#e03131",
-            label="gap to the mean confidence")
+    top.bar(lows, [abs(b["confidence"] - b["accuracy"]) for b in bins],
+            bottom=[min(b["accuracy"], b["confidence"]) for b in bins], width=widths, align="edge",
+            color="#e03131", alpha=0.35, edgecolor="#e03131", label="gap to the mean confidence")
     top.plot([0, 1], [0, 1], color="#495057", linestyle="--", linewidth=1, label="calibrated")
     top.set_ylim(0, 1)
     top.set_ylabel("accuracy")

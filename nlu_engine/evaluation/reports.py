@@ -109,6 +109,10 @@ def write_reports(
         if successes:
             _dump(folder / "intent_successes.json", intent.successes)
             written.append("intent_successes.json")
+    if evaluation.confidence is not None:  # the reliability bins and the fallback sweep
+        _dump(folder / "intent_confidence.json", {"bins": evaluation.confidence.bins,
+                                                  "sweep": evaluation.confidence.sweep})
+        written.append("intent_confidence.json")
     selection = evaluation.response_selection
     if selection is not None:
         written.extend(_write_labelled(folder, "response_selection", selection.report,

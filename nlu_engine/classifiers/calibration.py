@@ -207,16 +207,14 @@ class Calibration:
 
     def _rescale_top(self, probabilities: np.ndarray) -> np.ndarray:
         """The top intent's confidence through the fitted sigmoid, the others scaled to share the
-        rest; never below the second's new confidence, so the ranking stands."""
+        rest but kept below it, so the ranking stands (the sum may then fall short of 1)."""
         rows = np.arange(len(probabilities))
         top = probabilities.argmax(axis=1)
         old = probabilities[rows, top]
         new = 1.0 / (1.0 + np.exp(-(self.top_slope * _logit(old) + self.top_bias)))
         rest = np.where(old < 1.0, (1.0 - new) / np.maximum(1.0 - old, 1e-12), 0.0)
-        out = probabilities * rest[:, None]
-        out[rows, top] = 0.0
-        second = out.max(axis=1)
-        out[rows, top] = np.where(new > second, new, second * (1 + 1e-9))  # no ties
+        out = np.minimum(probabilities * rest[:, None], new[:, None] * (1 - 1e-9))  # below the top
+        out[rows, top] = new
         return out
 
     # --- persistence --------------------------------------------------------------------

@@ -133,3 +133,15 @@ def test_the_out_of_scope_intent_defaults_to_rasas_and_must_exist_when_named() -
     assert calibration.out_of_scope_intent("chitchat", ["greet", "chitchat"], "DIET") == "chitchat"
     with pytest.raises(ConfigError, match="out_of_scope_intent 'nonsense' is not an intent"):
         calibration.out_of_scope_intent("nonsense", ["greet", "bye"], "DIETClassifier")
+
+
+@pytest.mark.parametrize(("slope", "bias"), [(0.3, -2.0), (3.0, 1.0), (1.0, -4.0)])
+def test_the_top_labels_platt_scaling_keeps_every_ranking(slope: float, bias: float) -> None:
+    probabilities = softmax(np.random.default_rng(5).normal(0, 2, size=(500, 6)))
+    scaled = Calibration(top_slope=slope, top_bias=bias, examples=500).apply(probabilities)
+    assert np.array_equal(scaled.argmax(1), probabilities.argmax(1))
+    assert (scaled.max(1) > np.sort(scaled, 1)[:, -2]).all()  # no ties
+    assert (scaled.sum(1) <= 1 + 1e-9).all()
+    grew = scaled.max(1) >= probabilities.max(1)  # there the others share the rest exactly
+    assert grew.any()
+    np.testing.assert_allclose(scaled[grew].sum(1), 1.0, atol=1e-9)

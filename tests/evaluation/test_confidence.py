@@ -76,3 +76,21 @@ def test_plots_include_the_reliability_diagram_and_the_sweep(tmp_path: Path) -> 
     summary = write_reports(evaluate(golds, results), tmp_path, plot=True)
     assert {"intent_reliability.png", "fallback_sweep.png"} <= set(summary["files"])
     assert (tmp_path / "fallback_sweep.png").stat().st_size > 5000
+
+
+def test_held_out_intents_are_seeded_and_leave_two_to_train() -> None:
+    from nlu_engine.contract.errors import DataError
+    from nlu_engine.contract.training_data import TrainingData
+    from nlu_engine.evaluation.experiments import held_out_intents, without_intents
+
+    data = TrainingData(messages=[Message(text=f"{i} {n}", intent=n) for n in "abcde" for i in range(3)])
+    chosen = held_out_intents(data, 2, seed=42)
+    assert chosen == held_out_intents(data, 2, seed=42) and len(set(chosen)) == 2
+    with pytest.raises(DataError, match="--hold-out-intents 4: the data has 5 intents"):
+        held_out_intents(data, 4, seed=42)
+    test = [Message(text="x", intent=chosen[0], entities=[{"entity": "e", "start": 0, "end": 1}]),
+            Message(text="y", intent=next(n for n in "abcde" if n not in chosen))]
+    train, relabelled = without_intents(data, test, chosen, "out_of_scope")
+    assert not set(chosen) & {m.intent for m in train.messages}
+    assert relabelled[0].intent == "out_of_scope" and relabelled[0].entities == []
+    assert relabelled[1] is test[1]

@@ -157,14 +157,17 @@ class InScope:
         model.reference = np.sort(model.distances(held_vectors))
         return model
 
+    def __post_init__(self) -> None:
+        self._projected_means = self.means @ self.precision  # [N, D]: mu P, once
+        self._centres = np.einsum("nd,nd->n", self._projected_means, self.means)  # [N]: mu P mu
+
     def distances(self, vectors: np.ndarray) -> np.ndarray:
-        """Squared Mahalanobis distance [B] of each vector [B, D] to its nearest class mean."""
+        """Squared Mahalanobis distance [B] of each vector [B, D] to its nearest class mean:
+        x P x - 2 x P mu + mu P mu, minimised over the N means."""
         x = vectors.astype(np.float64)
-        projected = x @ self.precision  # [B, D]
-        cross = projected @ self.means.T  # [B, N]
-        own = np.einsum("bd,bd->b", projected, x)  # [B]
-        centres = np.einsum("nd,de,ne->n", self.means, self.precision, self.means)  # [N]
-        return np.maximum(own[:, None] - 2 * cross + centres[None, :], 0.0).min(axis=1)
+        own = np.einsum("bd,bd->b", x @ self.precision, x)  # [B]
+        cross = x @ self._projected_means.T  # [B, N]
+        return np.maximum(own[:, None] - 2 * cross + self._centres[None, :], 0.0).min(axis=1)
 
     def p_values(self, vectors: np.ndarray) -> np.ndarray:
         """The share of held-out examples at least as far out as each message [B] (conformal)."""

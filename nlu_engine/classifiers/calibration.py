@@ -50,6 +50,9 @@ DEFAULT_ALPHA = 0.05
 #: a covariance's shrinkage towards its diagonal's mean, so that a few hundred examples give a
 #: well-conditioned inverse
 SHRINKAGE = 0.1
+#: at most this many examples are held out (a smaller share of large data): what is held out is
+#: not trained on, and a few hundred fit the calibration as well as thousands
+MAX_HELD_OUT = 500
 #: fewer held-out examples than this fit no calibration (the classifier says so once)
 MIN_HELD_OUT = 20
 #: fewer held-out examples than this fit the temperature only, not the top label's Platt scaling
@@ -65,11 +68,15 @@ Predict = Callable[[list[Message]], tuple[np.ndarray, np.ndarray | None]]
 
 
 def calibration_split(
-    labels: Sequence[str | None], share: float = DEFAULT_SHARE, seed: int | None = 42
+    labels: Sequence[str | None], share: float = DEFAULT_SHARE, seed: int | None = 42,
+    max_held: int = MAX_HELD_OUT,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) example indices: ``share`` of each label's examples held out, rounded
     down, so a label with fewer than ``1 / share`` examples (and always one with fewer than two)
-    keeps them all. Examples without a label always train. Both index arrays are sorted."""
+    keeps them all; the share shrinks so that at most ``max_held`` are held out. Examples without
+    a label always train. Both index arrays are sorted."""
+    labelled = sum(1 for label in labels if label)
+    share = min(share, max_held / labelled) if labelled else share
     rng = np.random.default_rng(seed)
     by_label: dict[str, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):

@@ -35,6 +35,12 @@ def test_the_split_holds_out_a_share_of_each_intent_and_keeps_small_ones_whole()
     assert np.array_equal(again[1], held)  # seeded
 
 
+def test_large_data_holds_out_a_smaller_share() -> None:
+    labels = ["a"] * 6000 + ["b"] * 4000
+    _, held = calibration_split(labels, share=0.1, seed=1, max_held=500)
+    assert len(held) == 500 and sum(labels[i] == "a" for i in held) == 300
+
+
 def test_the_temperature_that_made_the_labels_is_found() -> None:
     rng = np.random.default_rng(0)
     logits = rng.normal(0, 3, size=(4000, 8))

@@ -206,7 +206,8 @@ COLUMNS = [
     ("benchmark", "data set"), ("fold", "fold"), ("pipeline", "pipeline"), ("epochs", "epochs"),
     ("train_wall_s", "train s"), ("s_per_epoch", "s/epoch"), ("peak_memory_mb", "peak MB"),
     ("archive_mb", "archive MB"), ("intent_accuracy", "intent acc"),
-    ("intent_macro_f1", "intent macro F1"), ("intent_ece", "intent ECE"), ("entity_exact_f1", "entity exact F1"), ("entity_overlap_f1", "entity overlap F1"),
+    ("intent_macro_f1", "intent macro F1"), ("intent_ece", "intent ECE"),
+    ("entity_exact_f1", "entity exact F1"), ("entity_overlap_f1", "entity overlap F1"),
     ("parse_p50_ms", "parse p50 ms"), ("parse_p95_ms", "parse p95 ms"),
     ("batched_ms_per_message", "batched ms/msg"),
 ]

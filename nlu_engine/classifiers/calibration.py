@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.npz import load_npz
 
@@ -321,10 +321,10 @@ def holdout(
         return everything, np.zeros(0, np.int64)
     train, held = calibration_split(labels, share, seed)
     if len(held) < MIN_HELD_OUT:
-        logger.warning(
-            "%s: the data is too small to hold out %d examples for calibration (%d intents with "
-            "at least %d examples each would do); its confidences are not calibrated",
-            where, MIN_HELD_OUT, MIN_HELD_OUT, int(np.ceil(1 / share)),
+        logger.log(
+            NOTICE,
+            "%s: too few examples to hold %d out for calibration (an intent gives one per %d "
+            "examples); its confidences are not calibrated", where, MIN_HELD_OUT, int(np.ceil(1 / share)),
         )
         return everything, np.zeros(0, np.int64)
     return train, held

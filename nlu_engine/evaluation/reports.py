@@ -41,9 +41,6 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                 f"({intent['fallback_rate']:.2%}) fell back to nlu_fallback; the intent scores undo "
                 f"it, as Rasa's; counting them as errors, accuracy is {intent['accuracy_with_fallback']:.4f}"
             )
-    confidence = summary.get("confidence")
-    if confidence:
-        lines.extend(_confidence_lines(confidence))
     selection = summary.get("response_selection")
     if selection:
         lines.append(
@@ -58,6 +55,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
             f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
         )
+    if summary.get("confidence"):
+        lines.extend(_confidence_lines(summary["confidence"]))
     if not lines:
         lines.append("Nothing to evaluate: the data has no intents and no entities.")
     return "\n".join(lines)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,7 @@ from nlu_engine.classifiers.calibration import (
     expected_calibration_error,
     fit_temperature,
 )
-from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.errors import NOTICE, ConfigError
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -121,11 +120,12 @@ def test_a_tampered_temperature_is_refused(tmp_path: Path) -> None:
 
 def test_data_too_small_trains_without_calibration_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
     labels = ["a"] * 12 + ["b"] * 12
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(NOTICE):
         train, held = calibration.holdout(labels, True, 0.1, 42, "DIETClassifier")
     assert len(train) == 24 and not len(held)
-    notices = [r.message for r in caplog.records]
+    notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and "not calibrated" in notices[0] and "DIETClassifier" in notices[0]
+    assert caplog.records[0].levelname == "NOTICE"
 
 
 def test_calibration_off_holds_nothing_out() -> None:

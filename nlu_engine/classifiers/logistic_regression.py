@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse
 
+from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
 from nlu_engine.contract.message import TEXT, Message
@@ -55,10 +56,24 @@ class LogisticRegressionClassifier(IntentClassifier):
     config: Config
 
     def train(self, data: TrainingData) -> None:
-        from sklearn.linear_model import LogisticRegression
-
+        """Fit on a share of the examples and calibrate on the rest, then fit on all of them."""
         examples = data.intent_examples
         self.classes_ = sorted({m.intent for m in examples if m.intent})
+        self.calibration_ = calibration.Calibration()
+        if len(self.classes_) >= 2:
+            labels = [m.intent for m in examples]
+            train, held = calibration.holdout(labels, self.config.calibration, self.config.calibration_share,
+                                              self.config.random_state, self.component_name())
+            if len(held):
+                self._fit([examples[i] for i in train])
+                self.calibration_ = calibration.fit_calibration(
+                    lambda ms: (self._probabilities(sentence_matrix(ms, self.width_)), None),
+                    self.classes_, [], [examples[i] for i in held], lambda m: m.intent)
+        self._fit(examples)
+
+    def _fit(self, examples: list[Message]) -> None:
+        from sklearn.linear_model import LogisticRegression
+
         X = sentence_matrix(examples)
         self.width_ = X.shape[1]
         if len(self.classes_) < 2:
@@ -96,13 +111,14 @@ class LogisticRegressionClassifier(IntentClassifier):
     def process(self, messages: list[Message]) -> None:
         if not messages or not self.classes_:
             return
-        probabilities = self._probabilities(sentence_matrix(messages, self.width_))
+        probabilities = self.calibration_.apply(self._probabilities(sentence_matrix(messages, self.width_)))
         for message, p in zip(messages, probabilities, strict=True):
             write_intent(message, self.classes_, p, self.config.ranking_length)
 
     def persist(self, directory: Path) -> None:
         np.savez(directory / "weights.npz", coef=self.coef_, intercept=self.intercept_)
         (directory / "classes.json").write_text(json.dumps(self.classes_))
+        self.calibration_.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
@@ -112,4 +128,5 @@ class LogisticRegressionClassifier(IntentClassifier):
         component.intercept_ = weights["intercept"]
         component.classes_ = json.loads((directory / "classes.json").read_text())
         component.width_ = component.coef_.shape[1]
+        component.calibration_ = calibration.Calibration.load(directory)
         return component

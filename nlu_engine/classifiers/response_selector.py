@@ -80,6 +80,7 @@ class ResponseSelector(DIETClassifier):
     #: the label features: the tokens of ``faq/ask_name``
     label_attribute = INTENT_RESPONSE_KEY
     default_widths: ClassVar[dict[str, int]] = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
+    in_scope_score = False  # the intent classifier says whether the message is in scope
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DIETClassifier.Config):
@@ -262,6 +263,7 @@ class ResponseSelector(DIETClassifier):
             return
         for message, result in zip(todo, self.predict_arrays(todo), strict=True):
             confidences = result.get("intent", np.ones(len(self.intents_)))
+            confidences = self.calibration_.apply(confidences[None], None)[0]
             ranked = Message(text="")  # the shared ranking rule (top k, optional renormalising)
             write_intent(ranked, self.intents_, confidences, self.config.ranking_length,
                          self.config.renormalize_confidences)

@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse
 
+from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
@@ -86,6 +87,7 @@ class SklearnIntentClassifier(IntentClassifier):
         self.width_ = int(X.shape[1])
         self.model_: SVMModel | None = None
         self.search_: dict[str, Any] = {}
+        self.calibration_ = calibration.Calibration()
         if len(self.classes_) < 2:
             logger.warning(
                 "SklearnIntentClassifier: the training data has fewer than 2 intents; "
@@ -95,7 +97,21 @@ class SklearnIntentClassifier(IntentClassifier):
         index = {name: i for i, name in enumerate(self.classes_)}
         y = np.array([index[str(m.intent)] for m in examples])
         params, self.search_ = self._search(X, y)
+        self.calibration_ = self._calibrate(examples, X, y, params)
         self.model_ = SVMModel.fit(X, y, len(self.classes_), **params)
+
+    def _calibrate(self, examples: list[Message], X: scipy.sparse.csr_matrix, y: np.ndarray,
+                   params: dict[str, Any]) -> calibration.Calibration:
+        """The grid's best SVM fitted on a share of the examples, calibrated on the rest."""
+        train, held = calibration.holdout([m.intent for m in examples], self.config.calibration,
+                                          self.config.calibration_share, 42, self.component_name())
+        if not len(held):
+            return calibration.Calibration()
+        model = SVMModel.fit(X[train], y[train], len(self.classes_), **params)
+        rows = {id(m): i for i, m in enumerate(examples)}
+        return calibration.fit_calibration(
+            lambda ms: (model.predict_proba(X[[rows[id(m)] for m in ms]]), None),
+            self.classes_, [], [examples[i] for i in held], lambda m: str(m.intent))
 
     def _grid(self) -> list[dict[str, Any]]:
         return [
@@ -161,7 +177,8 @@ class SklearnIntentClassifier(IntentClassifier):
             for message in messages:
                 message.intent, message.intent_confidence, message.intent_ranking = None, 0.0, []
             return
-        for message, p in zip(messages, self.predict_proba(messages), strict=True):
+        probabilities = self.calibration_.apply(self.predict_proba(messages))
+        for message, p in zip(messages, probabilities, strict=True):
             write_intent(message, self.classes_, p, self.config.ranking_length)
 
     # --- persistence ----------------------------------------------------------------------
@@ -176,6 +193,7 @@ class SklearnIntentClassifier(IntentClassifier):
             state.update(self.model_.params())
             np.savez(Path(directory) / MODEL_FILE, **self.model_.arrays())
         (Path(directory) / STATE_FILE).write_text(json.dumps(state, ensure_ascii=False, indent=1))
+        self.calibration_.persist(Path(directory))
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> SklearnIntentClassifier:
@@ -187,6 +205,7 @@ class SklearnIntentClassifier(IntentClassifier):
         component.model_ = None
         if state.get("trained"):
             component.model_ = SVMModel.from_arrays(load_npz(Path(directory) / MODEL_FILE), state)
+        component.calibration_ = calibration.Calibration.load(Path(directory))
         return component
 
 

@@ -61,6 +61,14 @@ def register(commands: Any) -> None:
     test.add_argument("--cross-validation", action="store_true",
                       help="cross-validate --config (default pipelines/diet.yml) on --data")
     test.add_argument("--folds", type=int, default=5, help="cross-validation folds (default: 5)")
+    test.add_argument("--out-of-scope-intent", default="out_of_scope", metavar="NAME",
+                      help="the test data's intent for out-of-scope messages: scored as out of scope "
+                           "(caught when they fall back), with recall, precision and AUROC "
+                           "(default: out_of_scope)")
+    test.add_argument("--hold-out-intents", type=int, default=0, metavar="K",
+                      help="with --cross-validation: train each fold without K intents (chosen by "
+                           "--random-seed) and score their test messages as out of scope: how often "
+                           "the bot falls back on what it was never taught")
     test.add_argument("--runs", type=int, default=3, help="comparison runs (default: 3)")
     test.add_argument("--percentages", type=float, nargs="*", default=DEFAULT_PERCENTAGES,
                       metavar="P", help="comparison: percent of the training part to remove "
@@ -84,6 +92,10 @@ def register(commands: Any) -> None:
 def cmd_test(args: argparse.Namespace) -> int:
     if args.cpus_per_trial is not None and args.cpus_per_trial < 1:
         raise NLUError("--cpus-per-trial must be at least 1")
+    if args.hold_out_intents and not args.cross_validation:
+        raise NLUError("--hold-out-intents goes with --cross-validation")
+    if args.hold_out_intents < 0:
+        raise NLUError(f"--hold-out-intents must be a positive number (got {args.hold_out_intents})")
     if args.cross_validation:
         return run_cross_validation(args)
     if args.config:
@@ -215,7 +227,8 @@ def run_model_test(args: argparse.Namespace) -> int:
     model = Model.load(args.model, allow.allowed(args.allow_component))
     progress = TerminalProgress()
     try:
-        evaluation, _, parse_seconds = evaluate_model(model, data.messages, progress=progress)
+        evaluation, _, parse_seconds = evaluate_model(model, data.messages, progress=progress,
+                                                      out_of_scope_intent=args.out_of_scope_intent)
     finally:
         progress.end()
     info = {
@@ -245,7 +258,9 @@ def run_cross_validation(args: argparse.Namespace) -> int:
     try:
         with trial_runner(args) as runner:
             result = cross_validate(config, data, folds=args.folds, seed=args.random_seed,
-                                    overrides=args.set, progress=TerminalProgress(), runner=runner)
+                                    overrides=args.set, progress=TerminalProgress(), runner=runner,
+                                    hold_out_intents=args.hold_out_intents,
+                                    out_of_scope_intent=args.out_of_scope_intent)
     except DataError as error:
         raise DataError(f"{', '.join(args.data)}: {error}") from None
     info = {
@@ -254,6 +269,7 @@ def run_cross_validation(args: argparse.Namespace) -> int:
         "overrides": list(args.set),
         "data": [str(p) for p in args.data],
         "cross_validation": {"folds": args.folds, "random_seed": args.random_seed,
+                             "hold_out_intents": args.hold_out_intents,
                              "metrics": result.metrics, "per_fold": result.fold_summaries},
         "execution": execution(args),
         "timings": {"train_seconds": round(result.train_seconds, 3),

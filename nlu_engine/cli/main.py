@@ -18,7 +18,7 @@ from typing import Any
 
 from nlu_engine import __version__
 from nlu_engine.cli import allow, parse_corpus
-from nlu_engine.contract.errors import NLUError
+from nlu_engine.contract.errors import NOTICE, NLUError
 
 logger = logging.getLogger(__name__)
 
@@ -288,7 +288,7 @@ class StderrHandler(logging.StreamHandler):
 
     def __init__(self) -> None:
         super().__init__()
-        self.setLevel(logging.WARNING)
+        self.setLevel(NOTICE)
         self.setFormatter(OneLineFormatter())
 
     @property

@@ -439,7 +439,18 @@ class DenseFeaturizer(Featurizer):
 
 
 class IntentClassifier(Component):
+    """Predicts the intent and its ranking. Every intent classifier calibrates its confidences
+    (``nlu_engine.classifiers.calibration``) unless ``calibration`` is off."""
+
     provides = (INTENT,)
+
+    @dataclass(frozen=True, kw_only=True)
+    class Config(Component.Config):
+        #: hold out ``calibration_share`` of each intent's examples and fit the confidences on them
+        calibration: bool = True
+        calibration_share: float = param(0.1, low=0.01, high=0.5)
+        #: the intent whose examples are out of scope (default: ``out_of_scope`` when the data has it)
+        out_of_scope_intent: str | None = None
 
 
 class EntityExtractor(Component):

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Iterable
+
+#: a log level between info and warning for what the user should know but need not fix (the
+#: command line shows it as ``notice: ...``)
+NOTICE = 25
+logging.addLevelName(NOTICE, "NOTICE")
 
 
 class NLUError(Exception):

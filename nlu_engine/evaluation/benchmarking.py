@@ -175,6 +175,8 @@ def headline_scores(summary: dict[str, Any]) -> dict[str, float]:
     if summary.get("intent"):
         scores["intent_accuracy"] = summary["intent"]["accuracy"]
         scores["intent_macro_f1"] = summary["intent"]["macro_f1"]
+    if summary.get("confidence"):
+        scores["intent_ece"] = summary["confidence"]["ece"]
     entities = summary.get("entities") or {}
     name = "DIETClassifier" if "DIETClassifier" in entities else next(iter(sorted(entities)), None)
     if name:
@@ -203,7 +205,8 @@ def _epoch_times(model: Any) -> tuple[int, float | None]:
 COLUMNS = [
     ("benchmark", "data set"), ("fold", "fold"), ("pipeline", "pipeline"), ("epochs", "epochs"),
     ("train_wall_s", "train s"), ("s_per_epoch", "s/epoch"), ("peak_memory_mb", "peak MB"),
-    ("archive_mb", "archive MB"), ("intent_accuracy", "intent acc"), ("intent_macro_f1", "intent macro F1"),
+    ("archive_mb", "archive MB"), ("intent_accuracy", "intent acc"),
+    ("intent_macro_f1", "intent macro F1"), ("intent_ece", "intent ECE"),
     ("entity_exact_f1", "entity exact F1"), ("entity_overlap_f1", "entity overlap F1"),
     ("parse_p50_ms", "parse p50 ms"), ("parse_p95_ms", "parse p95 ms"),
     ("batched_ms_per_message", "batched ms/msg"),
@@ -229,8 +232,8 @@ def markdown_rows(rows: list[dict[str, Any]], header: bool = True) -> str:
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean and standard deviation of the scores over folds."""
     summary: dict[str, Any] = {"folds": len(rows)}
-    for key in ("intent_accuracy", "intent_macro_f1", "entity_exact_f1", "entity_overlap_f1",
-                "train_wall_s", "s_per_epoch", "peak_memory_mb"):
+    for key in ("intent_accuracy", "intent_macro_f1", "intent_ece", "entity_exact_f1",
+                "entity_overlap_f1", "train_wall_s", "s_per_epoch", "peak_memory_mb"):
         values = [r[key] for r in rows if isinstance(r.get(key), int | float)]
         if values:
             summary[key] = {

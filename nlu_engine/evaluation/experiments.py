@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from nlu_engine.classifiers.calibration import OUT_OF_SCOPE
 from nlu_engine.contract.errors import DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -166,16 +167,52 @@ def evaluate_model(
     *,
     progress: Progress | None = None,
     desc: str = "parsing",
+    out_of_scope_intent: str = OUT_OF_SCOPE,
 ) -> tuple[Evaluation, list[dict[str, Any]], float]:
     """Parse the gold messages' texts and score the results: ``(evaluation, results, seconds)``.
 
-    The entity extractors reported are the model's and any other found in the results.
+    The entity extractors reported are the model's and any other found in the results; gold
+    messages of ``out_of_scope_intent`` are out of scope.
     """
     start = time.perf_counter()
     results = parse_all(model, [m.text for m in messages], progress=progress, desc=desc)
     seconds = time.perf_counter() - start
     extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
-    return evaluate(messages, results, extractors), results, seconds
+    evaluation = evaluate(messages, results, extractors, out_of_scope_intent)
+    if evaluation.confidence is not None:
+        evaluation.confidence.calibrated = model_is_calibrated(model)
+    return evaluation, results, seconds
+
+
+def model_is_calibrated(model: Any) -> bool | None:
+    """Whether the model's intent classifiers calibrated their confidences (None: it has none
+    that could)."""
+    found = [c.calibration_.calibrated for c in getattr(model.pipeline, "components", [])
+             if hasattr(c, "calibration_") and type(c).__name__ != "ResponseSelector"]
+    return all(found) if found else None
+
+
+def held_out_intents(data: TrainingData, k: int, seed: int) -> list[str]:
+    """``k`` intents of ``data`` chosen by ``seed``, to train without and test as out of scope;
+    ``k`` must leave at least two intents."""
+    import random
+
+    intents = sorted(data.intents)
+    if not 0 < k <= len(intents) - 2:
+        raise DataError(f"--hold-out-intents {k}: the data has {len(intents)} intents; hold out "
+                        f"from 1 to {max(len(intents) - 2, 0)} so that at least two remain to train")
+    return sorted(random.Random(seed).sample(intents, k))
+
+
+def without_intents(train: TrainingData, test: Sequence[Message], intents: Sequence[str],
+                    out_of_scope_intent: str) -> tuple[TrainingData, list[Message]]:
+    """The training data without ``intents``, and the test messages with theirs relabelled as
+    ``out_of_scope_intent`` (and their entities dropped: nothing was trained on them)."""
+    unknown = set(intents)
+    kept = dataclasses.replace(train, messages=[m for m in train.messages if m.intent not in unknown])
+    relabelled = [dataclasses.replace(m, intent=out_of_scope_intent, entities=[]) if m.intent in unknown
+                  else m for m in test]
+    return kept, relabelled
 
 
 @dataclass
@@ -200,6 +237,7 @@ def train_and_evaluate(
     overrides: Sequence[str] = (),
     progress: Progress | None = None,
     label: str = "model",
+    out_of_scope_intent: str = OUT_OF_SCOPE,
 ) -> RunResult:
     """Train ``config`` (with ``overrides``) on a fresh copy of ``train_data``, parse the test
     messages and score them. The archive lives in a temporary folder and is gone afterwards.
@@ -219,7 +257,8 @@ def train_and_evaluate(
         progress.status(f"{label}: parsing {len(test_messages)}")
         model = Model.load(archive, allowed)
         evaluation, results, parse_seconds = evaluate_model(
-            model, test_messages, progress=progress, desc=f"{label} parsing"
+            model, test_messages, progress=progress, desc=f"{label} parsing",
+            out_of_scope_intent=out_of_scope_intent,
         )
         extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
     return RunResult(
@@ -257,12 +296,20 @@ def cross_validation_fold(
     seed: int,
     overrides: Sequence[str] = (),
     progress: Progress | None = None,
+    hold_out_intents: int = 0,
+    out_of_scope_intent: str = OUT_OF_SCOPE,
 ) -> RunResult:
     """Train on every fold of ``cross_validation_folds(data, folds, seed)`` but ``fold``
-    (0-based) and score on that one."""
+    (0-based) and score on that one; ``hold_out_intents``: train without that many intents
+    (``held_out_intents``) and score their test messages as out of scope."""
     train_part, test_part = cross_validation_folds(data, folds, seed)[fold]
-    return train_and_evaluate(config, train_part, test_part.messages, overrides=overrides,
-                              progress=progress, label=f"fold {fold + 1}")
+    test_messages = test_part.messages
+    if hold_out_intents:
+        unknown = held_out_intents(data, hold_out_intents, seed)
+        train_part, test_messages = without_intents(train_part, test_messages, unknown, out_of_scope_intent)
+    return train_and_evaluate(config, train_part, test_messages, overrides=overrides,
+                              progress=progress, label=f"fold {fold + 1}",
+                              out_of_scope_intent=out_of_scope_intent)
 
 
 def flat_metrics(summary: Mapping[str, Any]) -> dict[str, float]:
@@ -314,14 +361,20 @@ def cross_validate(
     overrides: Sequence[str] = (),
     progress: Progress | None = None,
     runner: Runner | None = None,
+    hold_out_intents: int = 0,
+    out_of_scope_intent: str = OUT_OF_SCOPE,
 ) -> CrossValidation:
     """Train and score ``config`` on each of ``folds`` stratified folds split with ``seed``;
-    ``runner`` runs the folds (default: one after another, here)."""
+    ``runner`` runs the folds (default: one after another, here). ``hold_out_intents``: see
+    ``cross_validation_fold``."""
     check_configs([config], overrides)
     cross_validation_folds(data, folds, seed)  # too little data fails before anything trains
+    if hold_out_intents:
+        held_out_intents(data, hold_out_intents, seed)  # so does a K that leaves too few intents
     # each fold splits the data again from the seed, as a worker given only the data would
     progress = progress or Quiet()
-    shared = {"config": config, "data": data, "folds": folds, "seed": seed, "overrides": tuple(overrides)}
+    shared = {"config": config, "data": data, "folds": folds, "seed": seed, "overrides": tuple(overrides),
+              "hold_out_intents": hold_out_intents, "out_of_scope_intent": out_of_scope_intent}
     runs = (runner or Sequential()).run(cross_validation_fold, shared, [{"fold": f} for f in range(folds)],
                                         progress)
     golds: list[Message] = []
@@ -329,6 +382,7 @@ def cross_validate(
     summaries: list[dict[str, Any]] = []
     extractors: set[str] = set()
     train_seconds = parse_seconds = 0.0
+    flags: list[bool | None] = []  # each fold's model: calibrated or not
     progress.begin(folds, "fold", "cross-validation")
     try:
         for fold, run in enumerate(runs):
@@ -336,6 +390,7 @@ def cross_validate(
             parse_seconds += run.parse_seconds
             extractors.update(run.extractors)
             summaries.append(run.evaluation.summary())
+            flags.append(run.evaluation.confidence.calibrated if run.evaluation.confidence else None)
             golds.extend(run.golds)
             results.extend(run.results)
             intent = summaries[-1].get("intent")
@@ -344,10 +399,19 @@ def cross_validate(
     finally:
         progress.end()
     return CrossValidation(
-        evaluation=evaluate(golds, results, extractors), fold_summaries=summaries,
+        evaluation=_scored_together(golds, results, extractors, out_of_scope_intent, flags),
+        fold_summaries=summaries,
         metrics=aggregate_folds(summaries), train_seconds=train_seconds,
         parse_seconds=parse_seconds,
     )
+
+
+def _scored_together(golds: list[Message], results: list[dict[str, Any]], extractors: set[str],
+                    out_of_scope_intent: str, flags: Sequence[bool | None]) -> Evaluation:
+    evaluation = evaluate(golds, results, extractors, out_of_scope_intent)
+    if evaluation.confidence is not None:
+        evaluation.confidence.calibrated = all(flags) if flags and None not in flags else None
+    return evaluation
 
 
 # --- pipeline comparison -----------------------------------------------------------------------

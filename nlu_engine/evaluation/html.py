@@ -230,6 +230,8 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
         parts.append("<p>Nothing to evaluate: the data has no intents and no entities.</p>")
     if intent and "below_threshold" in intent:
         parts.append(_fallback_table(intent))
+    if summary.get("confidence"):
+        parts.append(_confidence_table(summary["confidence"]))
     folds = summary.get("cross_validation")
     if folds:
         rows = [
@@ -259,6 +261,27 @@ def _fallback_table(intent: Mapping[str, Any]) -> str:
     row = "<tr><td>below</td>" + "".join(num(float(v), 3, score=False) for v in below.values()) + "</tr>"
     return (f'<h3 id="fallback">Fallback</h3><p class="meta">{esc(text)}</p>'
             + table(["confidence threshold", *below], [row], table_id="fallback-thresholds"))
+
+
+def _confidence_table(confidence: Mapping[str, Any]) -> str:
+    """Calibration and, with out-of-scope test messages, how many the fallback catches."""
+    rows = [("expected calibration error (15 bins)", confidence["ece"]),
+            ("largest bin gap", confidence["max_calibration_gap"]),
+            ("mean confidence (in scope)", confidence["mean_confidence"]),
+            ("accuracy (in scope, fallback undone)", confidence["accuracy"]),
+            ("threshold within 1 point of no fallback", confidence["suggested_threshold"])]
+    for key in ("in_scope_accuracy", "out_of_scope_recall", "out_of_scope_precision", "auroc"):
+        if key in confidence:
+            rows.append((key.replace("_", " "), confidence[key]))
+    calibrated = confidence.get("calibrated")
+    note = ("" if calibrated is None else " The model's confidences are calibrated." if calibrated
+            else " The model's confidences are not calibrated (trained before calibration "
+                 "existed, with calibration off, or on data too small to hold any out).")
+    text = (f"{confidence['num_out_of_scope']} test messages are out of scope "
+            f"(intent {confidence['out_of_scope_intent']}).{note}")
+    body = [f"<tr><td>{esc(k)}</td>{num(float(v), 4, score=False)}</tr>" for k, v in rows]
+    return (f'<h3 id="confidence">Confidence</h3><p class="meta">{esc(text)}</p>'
+            + table(["measure", "value"], body, table_id="confidence-table"))
 
 
 def _responses_section(evaluation: Evaluation) -> str:

@@ -46,8 +46,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nlu_engine.classifiers.fallback import FALLBACK_INTENT
+from nlu_engine.classifiers.calibration import OUT_OF_SCOPE
 from nlu_engine.contract.message import Message
+from nlu_engine.evaluation.confidence import (
+    ConfidenceEvaluation,
+    evaluate_confidence,
+    predicted_intent,
+    undo_fallback,
+)
 from nlu_engine.evaluation.labels import (
     LabelEvaluation,
     add_confused_with,
@@ -76,25 +82,6 @@ Span = tuple[str, int, int]
 
 
 # --- intents -----------------------------------------------------------------------------------
-def predicted_intent(result: Mapping[str, Any]) -> tuple[str | None, float]:
-    """``(name, confidence)`` of a parse result's intent (``(None, 0.0)`` when there is none)."""
-    intent = result.get("intent") or {}
-    name = intent.get("name")
-    confidence = intent.get("confidence")
-    return (str(name) if name is not None else None,
-            float(confidence) if isinstance(confidence, int | float) else 0.0)
-
-
-def undo_fallback(result: Mapping[str, Any]) -> tuple[Mapping[str, Any], bool]:
-    """``(result without the fallback, whether it fell back)``: Rasa's ``undo_fallback_prediction``."""
-    if (result.get("intent") or {}).get("name") != FALLBACK_INTENT:
-        return result, False
-    ranking = result.get("intent_ranking") or []
-    if len(ranking) < 2:
-        return result, True
-    return {**result, "intent": ranking[1], "intent_ranking": ranking[1:]}, True
-
-
 @dataclass
 class IntentEvaluation(LabelEvaluation):
     """The intent side of an evaluation (fallback predictions undone, and counted)."""
@@ -363,6 +350,7 @@ class Evaluation:
     intent: IntentEvaluation | None
     entities: dict[str, EntityEvaluation]
     response_selection: ResponseSelectionEvaluation | None = None
+    confidence: ConfidenceEvaluation | None = None
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers (``summary.json``)."""
@@ -375,6 +363,8 @@ class Evaluation:
             selection = self.response_selection
             summary["response_selection"] = _label_summary(selection.report, selection.num_examples,
                                                            len(selection.errors))
+        if self.confidence is not None:
+            summary["confidence"] = self.confidence.summary()
         for name, entity in self.entities.items():
             report = entity.report
             token = report.get("micro avg") or report.get("accuracy")
@@ -418,6 +408,7 @@ def evaluate(
     golds: Sequence[Message],
     results: Sequence[Mapping[str, Any]],
     extractors: Iterable[str] | None = None,
+    out_of_scope_intent: str = OUT_OF_SCOPE,
 ) -> Evaluation:
     """Score parse results against gold messages (same order).
 
@@ -438,4 +429,5 @@ def evaluate(
         if has_gold_entities or name in predicted_by
     }
     return Evaluation(num_examples=len(golds), intent=evaluate_intents(golds, results),
-                      entities=entities, response_selection=evaluate_response_selection(golds, results))
+                      entities=entities, response_selection=evaluate_response_selection(golds, results),
+                      confidence=evaluate_confidence(golds, results, out_of_scope_intent))

@@ -163,3 +163,56 @@ def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
     runs = len(comparison["num_examples"])
     figure.suptitle(f"Pipeline comparison (mean ± std over {runs} run{'s' if runs != 1 else ''})")
     return _save(figure, Path(path))
+
+
+def plot_reliability(bins: Sequence[Mapping[str, float]], ece: float, path: str | Path,
+                     title: str = "Intent confidence: reliability") -> Path:
+    """Accuracy against mean confidence per bin (bars; the diagonal is perfect calibration),
+    with each bin's share of the messages beneath."""
+    figure = _figure(6.5, 6.5)
+    top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    lows = [b["low"] for b in bins]
+    widths = [b["high"] - b["low"] for b in bins]
+    top.bar(lows, [b["accuracy"] for b in bins], width=widths, align="edge", color="#4263eb",
+            edgecolor="white", label="accuracy")
+    top.bar(lows, [abs(b["confidence"] - b["accuracy"]) for b in bins],
+            bottom=[min(b["accuracy"], b["confidence"]) for b in bins], width=widths, align="edge",
+            color="#e03131", alpha=0.35, edgecolor="#e03131", label="gap to the mean confidence")
+    top.plot([0, 1], [0, 1], color="#495057", linestyle="--", linewidth=1, label="calibrated")
+    top.set_ylim(0, 1)
+    top.set_ylabel("accuracy")
+    top.set_title(f"{title} (ECE {ece:.3f})", fontsize=11)
+    top.legend(loc="upper left", fontsize=8)
+    total = sum(b["count"] for b in bins) or 1
+    bottom.bar(lows, [b["count"] / total for b in bins], width=widths, align="edge", color="#868e96",
+               edgecolor="white")
+    bottom.set_ylabel("share")
+    bottom.set_xlabel("confidence")
+    bottom.set_xlim(0, 1)
+    return _save(figure, Path(path))
+
+
+def plot_threshold_sweep(sweep: Sequence[Mapping[str, float]], suggested: float, path: str | Path,
+                         with_out_of_scope: bool) -> Path:
+    """What a fallback threshold keeps and catches: in-scope accuracy (a fallback counts as an
+    error), accuracy on the kept messages, the share caught and (with out-of-scope test data) the
+    out-of-scope recall, with the suggested threshold marked."""
+    figure = _figure(8.0, 5.0)
+    axes = figure.subplots()
+    x = [p["threshold"] for p in sweep]
+    lines = [("in_scope_accuracy", "in-scope accuracy (fallback = error)", "#2f9e44"),
+             ("kept_accuracy", "accuracy on the messages kept", "#4263eb"),
+             ("caught", "share of messages caught", "#868e96")]
+    if with_out_of_scope:
+        lines.append(("out_of_scope_recall", "out-of-scope recall", "#e03131"))
+    for key, label, colour in lines:
+        axes.plot(x, [p[key] for p in sweep], color=colour, label=label)
+    axes.axvline(suggested, color="#495057", linestyle="--", linewidth=1)
+    axes.text(suggested, 0.02, f" {suggested:.2f}: within 1 point of no fallback", fontsize=8)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 1.01)
+    axes.set_xlabel("FallbackClassifier threshold")
+    axes.grid(color="#eeeeee")
+    axes.legend(loc="lower left", fontsize=8)
+    axes.set_title("Fallback threshold sweep", fontsize=11)
+    return _save(figure, Path(path))

@@ -55,6 +55,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
             f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
         )
+    if summary.get("confidence"):
+        lines.extend(_confidence_lines(summary["confidence"]))
     if not lines:
         lines.append("Nothing to evaluate: the data has no intents and no entities.")
     return "\n".join(lines)
@@ -106,6 +108,10 @@ def write_reports(
         if successes:
             _dump(folder / "intent_successes.json", intent.successes)
             written.append("intent_successes.json")
+    if evaluation.confidence is not None:  # the reliability bins and the fallback sweep
+        _dump(folder / "intent_confidence.json", {"bins": evaluation.confidence.bins,
+                                                  "sweep": evaluation.confidence.sweep})
+        written.append("intent_confidence.json")
     selection = evaluation.response_selection
     if selection is not None:
         written.extend(_write_labelled(folder, "response_selection", selection.report,
@@ -129,6 +135,12 @@ def write_reports(
         else:
             images = _plot_all(evaluation, folder)
             written.extend(path.name for _, path in images)
+    confidence = evaluation.confidence
+    if confidence is not None and not confidence.num_out_of_scope:
+        notices.append(
+            f"the test data has no examples of the out-of-scope intent "
+            f"'{confidence.out_of_scope_intent}': calibration only (mark out-of-scope test "
+            "messages with that intent, or name yours with --out-of-scope-intent)")
 
     summary = {**evaluation.summary(), **dict(info or {})}
     summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
@@ -154,9 +166,34 @@ def _write_labelled(
     return names
 
 
+def _confidence_lines(confidence: Mapping[str, Any]) -> list[str]:
+    lines = [f"Confidence: expected calibration error {confidence['ece']:.4f} (largest bin gap "
+             f"{confidence['max_calibration_gap']:.3f}), mean {confidence['mean_confidence']:.4f} for "
+             f"an accuracy of {confidence['accuracy']:.4f}; a fallback threshold up to "
+             f"{confidence['suggested_threshold']:.2f} keeps in-scope accuracy within 1 point"]
+    if confidence.get("calibrated") is False:
+        lines.append("Confidence: the model's confidences are not calibrated (trained before "
+                     "calibration existed, with calibration off, or on data too small to hold any out)")
+    if "out_of_scope_recall" in confidence:
+        lines.append(
+            f"Out of scope ({confidence['num_out_of_scope']} messages of "
+            f"'{confidence['out_of_scope_intent']}'): recall {confidence['out_of_scope_recall']:.4f}, "
+            f"precision {confidence['out_of_scope_precision']:.4f}, AUROC {confidence['auroc']:.4f}; "
+            f"in-scope accuracy {confidence['in_scope_accuracy']:.4f} counting fallbacks as errors "
+            f"({confidence['in_scope_accuracy_without_fallback']:.4f} without the fallback)")
+    return lines
+
+
 def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
     images: list[tuple[str, Path]] = []
     intent = evaluation.intent
+    confidence = evaluation.confidence
+    if confidence is not None and confidence.bins:
+        images.append(("Intent confidence: reliability", plots.plot_reliability(
+            confidence.bins, confidence.ece, folder / "intent_reliability.png")))
+        images.append(("Fallback threshold sweep", plots.plot_threshold_sweep(
+            confidence.sweep, confidence.suggested_threshold, folder / "fallback_sweep.png",
+            with_out_of_scope=bool(confidence.num_out_of_scope))))
     if intent is not None:
         images.append(("Intent confusion matrix", plots.plot_confusion_matrix(
             intent.labels, intent.matrix, folder / "intent_confusion_matrix.png",

@@ -147,7 +147,7 @@ def test_persist_load_identical_without_pickle(tmp_path: Path) -> None:
     classifier = SklearnIntentClassifier(kernels=["rbf"], gamma=[0.5])
     classifier.train(pipeline[0])
     classifier.persist(tmp_path)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["svm.json", "svm.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.json", "svm.json", "svm.npz"]
     with np.load(tmp_path / "svm.npz", allow_pickle=False) as arrays:
         assert all(arrays[name].dtype != object for name in arrays.files)
     loaded = SklearnIntentClassifier.load(tmp_path, classifier.get_config())

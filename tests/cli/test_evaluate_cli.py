@@ -203,6 +203,9 @@ def test_comparison(project, capsys):
         (["-m", "nowhere"], "nowhere"),
         (["--ray"], "--ray, --ray-address and --cpus-per-trial run the trainings of --cross-validation"),
         (["--cross-validation", "--cpus-per-trial", "0"], "--cpus-per-trial must be at least 1"),
+        (["--hold-out-intents", "1"], "--hold-out-intents goes with --cross-validation"),
+        (["--cross-validation", "--config", "config.yml", "--hold-out-intents", "2"],
+         "--hold-out-intents 2: the data has 2 intents"),
     ],
 )
 def test_user_errors_are_one_line(project, capsys, argv, message):

@@ -22,7 +22,7 @@ def test_write_reports_files_without_plots(tmp_path, booking_case):
     names = {p.name for p in tmp_path.iterdir()}
     assert names == {"intent_report.json", "intent_errors.json", "intent_successes.json",
                      "DIETClassifier_report.json", "DIETClassifier_errors.json",
-                     "DIETClassifier_successes.json", "summary.json", "index.html"}
+                     "DIETClassifier_successes.json", "intent_confidence.json", "summary.json", "index.html"}
     errors = json.loads((tmp_path / "intent_errors.json").read_text())
     assert errors == [{"text": "book rome now", "intent": "book",
                        "intent_prediction": {"name": "greet", "confidence": 0.55}}]

@@ -10,13 +10,17 @@ from __future__ import annotations
 import gc
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
+from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.diet import weight_names
+from nlu_engine.classifiers.diet.encoders import with_tuned_features
+from nlu_engine.classifiers.diet.quantize import dequantize_rows, half_precision, quantize_rows
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
 from nlu_engine.classifiers.diet.spec import NetworkParams, TrainingOptions, TrainingSpec, Vocabularies
 from nlu_engine.classifiers.ranking import write_intent
@@ -47,6 +51,8 @@ WEIGHTS_FILE = "weights.npz"
 EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
+#: the vector the in-scope score reads: the transformer's output at the sentence position [U]
+IN_SCOPE_VECTOR = "sentence"
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
@@ -158,6 +164,9 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
     #: the featurizers' encoders fine-tuned with the network, handed over when the pipeline is
     #: built (``accept_trainable_encoder``)
     trainable_encoders: tuple[TrainableEncoder, ...] = ()
+    #: whether the confidences also say how far in scope the message is (the intent's, not a
+    #: response's among its retrieval intent)
+    in_scope_score: ClassVar[bool] = True
 
     def label_of(self, message: Message) -> str | None:
         """The label a training example teaches (its intent here)."""
@@ -347,6 +356,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
+        examples, held = self._hold_out_for_calibration(examples)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
@@ -387,10 +397,36 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 self.quantized_[name] = (q, scale)
                 self.weights_[name] = dequantize_rows(q, scale)
             else:
-                self.weights_[name] = _half(weights)
+                self.weights_[name] = half_precision(weights)
         self.label_features_ = label_features
         self.example_hashes_ = hashes
         self._build_predict()
+        self._calibrate(examples, held)
+
+    # --- calibration (``classifiers/calibration.py``) ------------------------------------------
+    def _hold_out_for_calibration(self, examples: list[Message]) -> tuple[list[Message], list[Message]]:
+        """(the examples the network trains on, those held out to calibrate it)."""
+        self.out_of_scope_intent_ = None
+        if not self.config.intent_classification or len(self.intents_) < 2:
+            return examples, []
+        self.out_of_scope_intent_ = calibration.out_of_scope_intent(
+            self.config.out_of_scope_intent, self.intents_, self.component_name())
+        train, held = calibration.holdout([self.label_of(m) for m in examples], self.config.calibration,
+                                          self.config.calibration_share, self.config.random_seed,
+                                          self.component_name())
+        return [examples[i] for i in train], [examples[i] for i in held]
+
+    def _calibrate(self, train: list[Message], held: list[Message]) -> None:
+        self.calibration_ = calibration.fit_calibration(self._calibration_predict, self.intents_, train, held,
+                                                        self.label_of, self.out_of_scope_intent_,
+                                                        self.config.random_seed)
+
+    def _calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
+        """Raw intent probabilities [B, N] and in-scope vectors [B, U] of training messages,
+        their fine-tuned encoders' features computed anew with the tuned weights."""
+        results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))
+        vectors = np.stack([r[IN_SCOPE_VECTOR] for r in results]) if self.in_scope_score else None
+        return np.stack([r["intent"] for r in results]), vectors
 
     def _seed(self) -> None:
         import keras
@@ -433,6 +469,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                     sims = out["intent_sims"][row].astype(np.float64)
                     e = np.exp(sims - sims.max())
                     result["intent"] = e / e.sum()
+                    result["sentence"] = out["sentence"][row]
+                    result["text_embed"] = out["text_embed"][row]
                 for kind in self.tag_vocab_:
                     result[f"tags_{kind}"] = out[f"tags_{kind}"][row, :n]
                     result[f"conf_{kind}"] = out[f"conf_{kind}"][row, :n]
@@ -443,14 +481,25 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         todo = [m for m in messages if m.tokens.get(TEXT)]
         if not todo:
             return
-        for message, result in zip(todo, self.predict_arrays(todo), strict=True):
+        results = self.predict_arrays(todo)
+        confidences = self._calibrated([r["intent"] for r in results if "intent" in r],
+                                       [r[IN_SCOPE_VECTOR] for r in results if "intent" in r])
+        for message, result in zip(todo, results, strict=True):
             if "intent" in result:
-                write_intent(message, self.intents_, result["intent"], self.config.ranking_length,
+                write_intent(message, self.intents_, next(confidences), self.config.ranking_length,
                              self.config.renormalize_confidences)
             elif len(self.intents_) == 1:
                 write_intent(message, self.intents_, np.ones(1), self.config.ranking_length)
             if "tags_entity" in result:
                 message.entities.extend(self._entities(message, result))
+
+    def _calibrated(self, probabilities: list[np.ndarray], vectors: list[np.ndarray]) -> Iterator[np.ndarray]:
+        """Each message's calibrated intent confidences, in order; the bot's own out-of-scope
+        intent is not discounted for being out of scope."""
+        if not probabilities:
+            return iter(())
+        own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
+        return iter(self.calibration_.apply(np.stack(probabilities), np.stack(vectors), exempt=own))
 
     def _entities(self, message: Message, result: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         tokens = message.tokens[TEXT]
@@ -491,8 +540,10 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
             "input_blocks": {"sequence": self.seq_blocks_, "sentence": self.sent_blocks_,
                              "label": self.label_blocks_},
             "history": self.history_,
+            "out_of_scope_intent": self.out_of_scope_intent_,
         }
         (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
+        self.calibration_.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
@@ -537,6 +588,8 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         if shapes != {name: list(w.shape) for name, w in weights.items()}:
             raise ValueError("the stored weights do not match their description in diet.json")
         component.weights_ = weights
+        component.calibration_ = calibration.Calibration.load(directory)
+        component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         try:
             component._build_predict()
         except (KeyError, ValueError, IndexError) as error:
@@ -544,30 +597,3 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 f"the stored weights do not fit the network the config describes ({error})"
             ) from None
         return component
-
-
-def quantize_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric int8 per row: weights [V, U] -> (q [V, U] int8, scale [V] float32), with
-    weights ~= q * scale[:, None] and an error of at most half a step (max |row| / 254)."""
-    scale = np.empty(len(weights), np.float32)  # [V]
-    q = np.empty(weights.shape, np.int8)
-    for start in range(0, len(weights), 8192):  # in slices: no full-size float temporaries
-        rows = weights[start : start + 8192]
-        part = (np.abs(rows).max(axis=1) / 127.0).astype(np.float32)
-        safe = np.where(part > 0, part, 1.0)[:, None]
-        q[start : start + 8192] = np.clip(np.rint(rows / safe), -127, 127)
-        scale[start : start + 8192] = part
-    return q, scale
-
-
-def dequantize_rows(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    weights = q.astype(np.float32)  # [V, U]
-    weights *= scale[:, None]
-    return weights
-
-
-def _half(weights: np.ndarray) -> np.ndarray:
-    """float32 values rounded to float16 precision (other dtypes unchanged)."""
-    if weights.dtype != np.float32:
-        return weights
-    return weights.astype(np.float16).astype(np.float32)

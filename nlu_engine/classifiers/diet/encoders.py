@@ -11,6 +11,7 @@ only the protocol.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -97,3 +98,16 @@ def input_widths(seq_dim: int, sent_dim: int, slots: list[EncoderSlot]) -> tuple
     seq = sum(stop - start for start, stop in (s.seq_columns for s in slots))
     sent = sum(stop - start for start, stop in (s.sent_columns for s in slots if s.sent_columns))
     return seq_dim - seq, sent_dim - sent
+
+
+def with_tuned_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> list[Message]:
+    """Copies of training messages whose fine-tuned encoders' features are computed anew, with
+    the tuned weights the encoders adopted (the messages themselves keep the frozen ones)."""
+    if not encoders:
+        return messages
+    origins = {encoder.origin() for encoder in encoders}
+    copies = [dataclasses.replace(m, features=[f for f in m.features if f.origin not in origins])
+              for m in messages]
+    for encoder in encoders:
+        encoder.process(copies)  # type: ignore[attr-defined]  # the featurizer's own process
+    return copies

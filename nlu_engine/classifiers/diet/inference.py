@@ -286,7 +286,9 @@ class DIETInference:
         h = self.transform(x, mask)  # [B, T+1, U]
         out: dict[str, np.ndarray] = {}
         if self.intents and self.label_embeddings is not None:
-            text = self._dense(names.TEXT_EMBED, h[np.arange(len(lengths)), lengths])  # [B, E]
+            sentence = h[np.arange(len(lengths)), lengths]  # [B, U]: the sentence position
+            text = self._dense(names.TEXT_EMBED, sentence)  # [B, E]
+            out["sentence"], out["text_embed"] = sentence, text  # the in-scope score's vectors
             labels = self.label_embeddings  # [N, E]
             if self.similarity_type == "cosine":
                 text = text / np.sqrt(np.maximum((text**2).sum(-1, keepdims=True), 1e-12))

@@ -1,0 +1,104 @@
+"""DIET calibrates while it trains: a held-out share fits the temperature and the in-scope score,
+the archive keeps them as plain numbers, and a loaded model parses exactly as the trained one."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlu_engine.assembly.config import load_config
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data import write_data
+
+TOPICS = {
+    "weather": ["rain", "sunny", "forecast", "cloudy", "temperature", "wind"],
+    "music": ["song", "album", "playlist", "band", "guitar", "jazz"],
+    "food": ["pizza", "pasta", "dinner", "restaurant", "sushi", "lunch"],
+    "travel": ["flight", "hotel", "train", "airport", "ticket", "trip"],
+    "sport": ["football", "match", "score", "tennis", "league", "goal"],
+}
+FRAMES = ["tell me about the {}", "what about {} today", "i want some {} please", "any {} news",
+          "show {} and {}", "{} now", "is there {}", "find me {} or {}"]
+
+
+def synthetic(seed: int, per_intent: int) -> TrainingData:
+    rng = random.Random(seed)
+    messages = []
+    for intent, words in TOPICS.items():
+        for _ in range(per_intent):
+            frame = rng.choice(FRAMES)
+            messages.append(Message(text=frame.format(*rng.sample(words, frame.count("{}"))),
+                                    intent=intent))
+    return TrainingData(messages=messages)
+
+
+CONFIG = {"language": "en", "pipeline": [
+    {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+    {"name": "DIETClassifier", "epochs": 12, "show_progress": False, "number_of_transformer_layers": 1,
+     "transformer_size": 64, "batch_size": 16},
+]}
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipeline, Path]:
+    folder = tmp_path_factory.mktemp("calibrated")
+    data_path = folder / "nlu.yml"
+    write_data(synthetic(0, 40), data_path)
+    archive = train(CONFIG, str(data_path), out=str(folder), fixed_model_name="model", log=None)
+    return Model.load(archive).pipeline, Path(archive)
+
+
+def test_diet_holds_out_a_share_and_fits_its_calibration(trained: tuple[Pipeline, Path]) -> None:
+    diet = trained[0].components[-1]
+    assert diet.calibration_.calibrated
+    assert diet.calibration_.examples == 20  # 10 % of 40 examples of each of 5 intents
+    assert 0.05 < diet.calibration_.temperature < 20
+    assert diet.calibration_.in_scope is not None
+    assert diet.calibration_.in_scope.means.shape[0] == 5
+
+
+def test_confidences_are_probabilities_and_far_away_messages_are_discounted(trained) -> None:
+    pipeline, _ = trained
+    near, far = pipeline.parse_batch(["tell me about the rain", "zzz qqq xxx vvv www"])
+    for parsed in (near, far):
+        ranking = [r["confidence"] for r in parsed["intent_ranking"]]
+        assert all(0 <= c <= 1 for c in ranking) and sum(ranking) <= 1 + 1e-6
+    assert near["intent"]["name"] == "weather"
+    assert far["intent"]["confidence"] < near["intent"]["confidence"]
+
+
+def test_the_archive_keeps_plain_numbers_and_parses_the_same(trained, tmp_path: Path) -> None:
+    import tarfile
+
+    pipeline, archive = trained
+    with tarfile.open(archive) as tar:
+        names = [Path(n).name for n in tar.getnames()]
+    assert "calibration.json" in names and "calibration.npz" in names
+    texts = ["any pizza news", "show flight and hotel", "what about jazz today", "hello"]
+    again = Model.load(archive).parse_batch(texts)
+    assert again == pipeline.parse_batch(texts)
+
+
+def test_calibration_off_trains_on_everything_and_stays_uncalibrated(tmp_path: Path) -> None:
+    config = load_config(CONFIG, ["DIETClassifier.calibration=false", "DIETClassifier.epochs=1"])
+    pipeline = Pipeline.build(config)
+    pipeline.train(synthetic(1, 40), log=None)
+    diet = pipeline.components[-1]
+    assert not diet.calibration_.calibrated
+    raw = diet.predict_arrays(pipeline.process([Message(text="any pizza news")]))[0]["intent"]
+    parsed = pipeline.parse_batch(["any pizza news"])[0]
+    assert parsed["intent"]["confidence"] == pytest.approx(float(np.max(raw)))
+
+
+def test_an_out_of_scope_intent_named_but_missing_is_one_error(tmp_path: Path) -> None:
+    from nlu_engine.contract.errors import ConfigError
+
+    config = load_config(CONFIG, ["DIETClassifier.out_of_scope_intent=nonsense", "DIETClassifier.epochs=1"])
+    with pytest.raises(ConfigError, match="out_of_scope_intent 'nonsense' is not an intent"):
+        Pipeline.build(config).train(synthetic(2, 40), log=None)

@@ -63,14 +63,26 @@ def test_diet_holds_out_a_share_and_fits_its_calibration(trained: tuple[Pipeline
     assert diet.calibration_.in_scope.means.shape[0] == 5
 
 
-def test_confidences_are_probabilities_and_far_away_messages_are_discounted(trained) -> None:
+def test_confidences_are_the_calibrated_probabilities_times_the_in_scope_factor(trained) -> None:
     pipeline, _ = trained
-    near, far = pipeline.parse_batch(["tell me about the rain", "zzz qqq xxx vvv www"])
-    for parsed in (near, far):
-        ranking = [r["confidence"] for r in parsed["intent_ranking"]]
+    diet = pipeline.components[-1]
+    texts = ["tell me about the rain", "zzz qqq xxx vvv www"]
+    parsed = pipeline.parse_batch(texts)
+    for result in parsed:
+        ranking = [r["confidence"] for r in result["intent_ranking"]]
         assert all(0 <= c <= 1 for c in ranking) and sum(ranking) <= 1 + 1e-6
-    assert near["intent"]["name"] == "weather"
-    assert far["intent"]["confidence"] < near["intent"]["confidence"]
+    raw = diet.predict_arrays(pipeline.process([Message(text=t) for t in texts]))
+    probabilities = np.stack([r["intent"] for r in raw])
+    vectors = np.stack([r["sentence"] for r in raw])
+    expected = diet.calibration_.apply(probabilities, vectors)
+    assert [r["intent"]["confidence"] for r in parsed] == pytest.approx(expected.max(1).tolist())
+    # a sentence vector far from every intent's examples gets the lowest factor the held-out
+    # reference allows: 1 / (M + 1) / alpha, with M held-out examples (20 here, so 0.95)
+    in_scope = diet.calibration_.in_scope
+    far = in_scope.means.mean(axis=0, keepdims=True) + 50 * np.sqrt(1 / np.diag(in_scope.precision))
+    floor = 1 / (len(in_scope.reference) + 1) / in_scope.alpha
+    assert in_scope.factors(far)[0] == pytest.approx(min(1.0, floor))
+    assert in_scope.factors(in_scope.means[:1])[0] == 1.0
 
 
 def test_the_archive_keeps_plain_numbers_and_parses_the_same(trained, tmp_path: Path) -> None:

@@ -207,6 +207,8 @@ def _training_data(
         project = read_project(data, domain)
         for entry in project.skipped_files:
             logger.warning(f"skipped {entry}")
+        for warning in project.data.load_warnings:
+            logger.warning(warning)
         notice = project.notice()
         if log and notice:
             log(f"notice: {notice}")

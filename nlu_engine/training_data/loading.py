@@ -5,7 +5,8 @@ mixed; each file's format comes from its extension, then its content:
 
 - ``.yml`` / ``.yaml``: Rasa 3 YAML (files without ``nlu:`` or ``responses:`` — a config or the
   rest of a domain — are skipped while scanning a directory);
-- ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section);
+- ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section),
+  or Rasa 1's Markdown of retrieval responses (``## name`` / ``* faq/ask_x`` / ``- text``);
 - ``.json``: Rasa JSON (skipped in a directory when it has no ``rasa_nlu_data``).
 
 A file named explicitly must hold NLU data (or Rasa's stories and rules, which are skipped). Files
@@ -29,7 +30,10 @@ from nlu_engine.training_data.rasa_json import (
     write_rasa_json,
 )
 from nlu_engine.training_data.rasa_markdown import (
+    RESPONSES_MARKER,
     SECTION_HEADER,
+    STORY_ACTION,
+    parse_markdown_responses,
     parse_rasa_markdown,
     read_text_file,
 )
@@ -46,13 +50,19 @@ def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
 
     Files are read in the order given; a directory's files in sorted path order. Stories, rules
     and other dialogue data beside the NLU files are skipped (``project.read_project`` counts
-    them); a file left out because it is broken and not NLU data is named in a warning.
+    them); a file left out because it is broken and not NLU data is named in a warning, as is
+    each entity annotation dropped for offsets that do not fit its text; exact duplicate examples
+    are dropped (the first kept), counted in one warning.
     """
     from nlu_engine.training_data.project import read_project  # it builds on this module
 
     project = read_project(paths)
     for entry in project.skipped_files:
         logger.warning(f"skipped {entry}")
+    for warning in project.data.load_warnings:
+        logger.warning(warning)
+    if project.duplicate_notice():
+        logger.warning(project.duplicate_notice())
     return project.data
 
 
@@ -84,6 +94,8 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
     elif fmt == "markdown":
         if SECTION_HEADER.search(content):
             data = parse_rasa_markdown(content, source=str(path), base_dir=path.parent)
+        elif RESPONSES_MARKER.search(content) and not STORY_ACTION.search(content):
+            data = parse_markdown_responses(content, source=str(path))
     else:
         document = load_json(content, str(path))
         if isinstance(document, dict) and ROOT_KEY in document:
@@ -95,8 +107,8 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
     if data is None and explicit:
         raise DataError(
             f"{path}: holds no NLU training data; expected Rasa YAML with 'nlu:' (or "
-            "'responses:'), Markdown with '## intent:NAME' sections, or JSON with "
-            f"'{ROOT_KEY}'"
+            "'responses:'), Markdown with '## intent:NAME' sections (or Rasa 1's responses), "
+            f"or JSON with '{ROOT_KEY}'"
         )
     return data
 

@@ -197,6 +197,8 @@ def test_cors(client: Any) -> None:
         (b'{"text": null}', 400, "must be a string"),
         (b'{"text": 42}', 400, "must be a string"),
         (b'{"text": ["a", "b"]}', 400, "must be a string"),
+        (b'{"text": "hi", "time": true}', 400, "'time' must be the message's time in seconds"),
+        (b'{"text": "hi", "time": "soon"}', 400, "or an ISO 8601 date-time"),
         (json.dumps({"text": "x" * 2_001}).encode(), 413, "limit is 2000"),
         (b'{"text": "\\ud800 lone surrogate"}', 400, "not valid Unicode"),
         (json.dumps({"text": "x" * 1_100_000}).encode(), 413, "limit"),

@@ -329,6 +329,8 @@ def test_defaults_follow_rasas_response_selector() -> None:
     assert config["transformer_size"] is None
     assert config["dense_dimension"] == config["concat_dimension"] == {"text": 512, "label": 512}
     assert config["connection_density"] == 1.0 and config["scale_loss"] is True
+    assert config["learning_rate_schedule"] == "constant"  # Rasa's: it learns within 20 epochs
+    assert config["use_all_labels_as_negatives"] == "auto"  # DIET's: every response past 20
     assert config["use_sparse_input_dropout"] is False
     assert config["use_dense_input_dropout"] is False
     assert config["retrieval_intent"] is None and config["use_text_as_label"] is False
@@ -340,7 +342,7 @@ def test_defaults_follow_rasas_response_selector() -> None:
     changed = {n for n in diet if config[n] != diet[n]}
     assert changed == {
         "hidden_layers_sizes", "transformer_size", "number_of_transformer_layers", "dense_dimension",
-        "concat_dimension", "scale_loss", "use_all_labels_as_negatives", "use_sparse_input_dropout",
+        "concat_dimension", "scale_loss", "learning_rate_schedule", "use_sparse_input_dropout",
         "use_dense_input_dropout", "entity_recognition",
     }
     params = ResponseSelector(dense_dimension={"text": 64}).network_params()

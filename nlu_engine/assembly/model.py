@@ -268,7 +268,12 @@ class Model:
     ) -> list[dict[str, Any]]:
         """Parse results in order; a message naming its intent (``/greet``, a Rasa button's
         payload) gets that intent, as from Rasa (``training_data.intent_message``). ``times``
-        are the messages' times as in :meth:`parse` (None: now)."""
+        are the messages' times as in :meth:`parse` (None: now).
+
+        As Rasa's ``UserMessage`` does, a message is parsed without its leading and trailing
+        whitespace (``text`` and the offsets are the stripped text's); a whitespace-only message
+        is the empty message."""
+        texts = [text.strip() for text in texts]
         named = {i: found for i, text in enumerate(texts) if text.lstrip().startswith("/")
                  and (found := unpack_intent_message(text, *self._known_labels())) is not None}
         rest = [i for i in range(len(texts)) if i not in named]

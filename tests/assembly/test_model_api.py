@@ -70,14 +70,14 @@ def test_parse_batch_matches_parse_in_order(model: Model, tiny_texts: list[str])
     assert batch[-2]["intent"]["name"] == "check_order"
 
 
-@pytest.mark.parametrize("text", ["", "   ", "Grüße aus Köln 🎉", "a" * 2000, "?!"])
+@pytest.mark.parametrize("text", ["Grüße aus Köln 🎉", "a" * 2000, "?!", " \t hi there \n"])
 def test_parse_odd_texts(model: Model, text: str) -> None:
     result = model.parse(text)
-    assert result["text"] == text
+    assert result["text"] == text.strip()  # as Rasa's UserMessage strips it
     assert set(result) == RASA_KEYS
     assert result["intent"]["name"] in INTENTS
     for start, end in result["text_tokens"]:
-        assert 0 <= start <= end <= len(text)
+        assert 0 <= start <= end <= len(text.strip())
     json.dumps(result, allow_nan=False)
 
 

@@ -117,6 +117,19 @@ def test_parse_text_argument(trained: Path, workdir: Path) -> None:
     assert parsed["text_tokens"] == [[0, 5], [6, 11]]
 
 
+def test_empty_and_whitespace_messages_parse_as_the_python_api(trained: Path, workdir: Path) -> None:
+    from nlu_engine.assembly.model import Model
+
+    model = Model.load(trained)
+    empty = model.parse("")
+    assert empty["text"] == "" and empty["entities"] == []
+    for text in ("", "   ", " \t "):
+        result = run("parse", "-m", "models/logreg.tar.gz", text, cwd=workdir)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == empty == model.parse(text)
+    assert model.parse("  hello there ") == model.parse("hello there")  # Rasa strips messages
+
+
 def test_parse_stdin_one_json_per_line_in_order(trained: Path, workdir: Path) -> None:
     texts = ["hi", "book a table for two in Berlin", "thanks, bye", "what's the weather in Paris"]
     stdin = "\n".join([texts[0], "", *texts[1:], "   "]) + "\n"  # blank lines are skipped

@@ -127,6 +127,15 @@ def test_parse_is_identical_to_model_parse(client: Any, model_a: Model) -> None:
     assert json.loads(raw.decode("utf-8")) == model_a.parse("café")
 
 
+def test_empty_and_whitespace_messages_parse_as_the_python_api(client: Any, model_a: Model) -> None:
+    empty = model_a.parse("")
+    assert empty["text"] == "" and empty["entities"] == []
+    for text in ("", "   ", "\n\t "):
+        assert client.post("/model/parse", json={"text": text}).json() == empty == model_a.parse(text)
+    assert client.post("/model/parse/batch", json=["", " ", "hi", "\t"]).json() == [
+        empty, empty, model_a.parse("hi"), empty]
+
+
 def test_parse_batch(client: Any, model_a: Model) -> None:
     expected = model_a.parse_batch(TEXTS)
     as_list = client.post("/model/parse/batch", json=TEXTS)

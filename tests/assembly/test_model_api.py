@@ -81,6 +81,23 @@ def test_parse_odd_texts(model: Model, text: str) -> None:
     json.dumps(result, allow_nan=False)
 
 
+@pytest.mark.parametrize("text", ["", "   ", "\t\n "])
+def test_empty_and_whitespace_messages_parse_as_rasas_server(model: Model, text: str) -> None:
+    """Rasa 3.6.21 (``Agent.parse_message``, what ``/model/parse`` calls; DIET and
+    ResponseSelector, measured with ``rasa-reference``) strips the message, runs the empty text
+    through the pipeline and answers the model's guess for featureless input: for "", "   " and
+    "\t\n" alike ``{"text": "", "intent": {"name": "greet", "confidence": 0.835...},
+    "entities": [], "text_tokens": [[0, 0]], "intent_ranking": [<every intent>],
+    "response_selector": {...}}``. The same shape here, with this model's guess."""
+    result = model.parse(text)
+    assert result == model.parse("")
+    assert set(result) == RASA_KEYS
+    assert result["text"] == "" and result["entities"] == [] and result["text_tokens"] == [[0, 0]]
+    assert result["intent"]["name"] in INTENTS
+    assert [r["name"] for r in result["intent_ranking"]][0] == result["intent"]["name"]
+    assert {r["name"] for r in result["intent_ranking"]} == INTENTS
+
+
 def test_model_properties(model: Model, archive: str) -> None:
     assert model.path == Path(archive)
     manifest = model.manifest

@@ -207,6 +207,8 @@ def _training_data(
         project = read_project(data, domain)
         for entry in project.skipped_files:
             logger.warning(f"skipped {entry}")
+        for warning in project.data.load_warnings:
+            logger.warning(warning)
         notice = project.notice()
         if log and notice:
             log(f"notice: {notice}")
@@ -256,18 +258,30 @@ class Model:
         name = self.path.name.removesuffix(".tar.gz")
         return str(self.manifest.get("fingerprint", {}).get("data", "")) + "-" + name
 
-    def parse(self, text: str) -> dict[str, Any]:
-        return self.parse_batch([text])[0]
+    def parse(self, text: str, time: float | None = None) -> dict[str, Any]:
+        """The parse result of ``text``; ``time`` is when it was sent (seconds since the epoch,
+        Rasa's ``time``), the reference time of Duckling's dates (default: now)."""
+        return self.parse_batch([text], times=None if time is None else [time])[0]
 
-    def parse_batch(self, texts: list[str], batch_size: int = 256) -> list[dict[str, Any]]:
+    def parse_batch(
+        self, texts: list[str], batch_size: int = 256, times: list[float | None] | None = None
+    ) -> list[dict[str, Any]]:
         """Parse results in order; a message naming its intent (``/greet``, a Rasa button's
-        payload) gets that intent, as from Rasa (``training_data.intent_message``)."""
+        payload) gets that intent, as from Rasa (``training_data.intent_message``). ``times``
+        are the messages' times as in :meth:`parse` (None: now).
+
+        As Rasa's ``UserMessage`` does, a message is parsed without its leading and trailing
+        whitespace (``text`` and the offsets are the stripped text's); a whitespace-only message
+        is the empty message."""
+        texts = [text.strip() for text in texts]
         named = {i: found for i, text in enumerate(texts) if text.lstrip().startswith("/")
                  and (found := unpack_intent_message(text, *self._known_labels())) is not None}
-        rest = [text for i, text in enumerate(texts) if i not in named] if named else texts
+        rest = [i for i in range(len(texts)) if i not in named]
         parsed: list[dict[str, Any]] = []
         for i in range(0, len(rest), batch_size):
-            parsed.extend(self.pipeline.parse_batch(rest[i : i + batch_size]))
+            chunk = rest[i : i + batch_size]
+            parsed.extend(self.pipeline.parse_batch(
+                [texts[j] for j in chunk], None if times is None else [times[j] for j in chunk]))
         if not named:
             return parsed
         others = iter(parsed)

@@ -81,8 +81,13 @@ class Pipeline:
             component.process(messages)
         return messages
 
-    def parse_batch(self, texts: list[str]) -> list[dict[str, Any]]:
-        messages = self.process([Message(text=text) for text in texts])
+    def parse_batch(
+        self, texts: list[str], times: list[float | None] | None = None
+    ) -> list[dict[str, Any]]:
+        """Parse results in order; ``times`` are the messages' times (seconds since the epoch,
+        None for now), Duckling's reference times."""
+        stamps = times if times is not None else [None] * len(texts)
+        messages = self.process([Message(text=t, time=s) for t, s in zip(texts, stamps, strict=True)])
         return [m.as_parse_result() for m in messages]
 
 

@@ -68,9 +68,10 @@ class ResponseSelector(DIETClassifier):
 
     Hyperparameters: every DIETClassifier parameter, with Rasa's ResponseSelector defaults
     where they differ (hidden layers [256, 128] per side, no transformer, dense / concat widths
-    512, ``scale_loss``, sampled negatives, no input dropout) and our DIET defaults otherwise
-    (``epochs`` 20, more on small data, with a linearly decaying learning rate, ``random_seed``
-    42), plus ``retrieval_intent`` and ``use_text_as_label``. Entity recognition is always off:
+    512, ``scale_loss``, a constant learning rate, no input dropout) and our DIET defaults
+    otherwise (``epochs`` 20, more on small data, ``random_seed`` 42, a softmax over every
+    response when there are more than ``number_of_negative_examples``), plus
+    ``retrieval_intent`` and ``use_text_as_label``. Entity recognition is always off:
     ``entity_recognition`` and ``intent_classification`` accept only the values it uses.
     """
 
@@ -93,7 +94,9 @@ class ResponseSelector(DIETClassifier):
         dense_dimension: dict[str, int] = param({"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH})
         concat_dimension: dict[str, int] = param({"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH})
         scale_loss: bool = True
-        use_all_labels_as_negatives: bool | Literal["auto"] = False  # Rasa's sampled negatives
+        learning_rate_schedule: Literal["constant", "linear_decay"] = "constant"  # Rasa's
+        # DIET's default: a softmax over every response when there are more than 20 of them
+        use_all_labels_as_negatives: bool | Literal["auto"] = "auto"
         use_sparse_input_dropout: bool = False
         use_dense_input_dropout: bool = False
         # fixed: Rasa overrides other values silently, here they are refused

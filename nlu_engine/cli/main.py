@@ -236,7 +236,8 @@ def cmd_data_validate(args: argparse.Namespace) -> int:
     if project.notice():
         print(f"notice: {project.notice()}", file=sys.stderr)
     tokenizer = WhitespaceTokenizer()
-    report = validate(project.data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT))
+    report = validate(project.data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT),
+                      duplicates=project.duplicates)
     if project.domain is not None:
         report.warnings.extend(domain_warnings(project.data, project.domain, project.story_intents))
     print(report.format())

@@ -80,6 +80,9 @@ class Message:
     features: list[Features] = field(default_factory=list)
     # Free-form data other components may share (e.g. a spaCy doc); never serialised.
     extra: dict[str, Any] = field(default_factory=dict)
+    # When the message was sent, in seconds since the epoch (Rasa's ``time``): Duckling's
+    # reference time for "tomorrow"; None means now.
+    time: float | None = None
 
     def get(self, attribute: str) -> str | None:
         """The string value of an attribute: the text, or the intent name."""

@@ -18,6 +18,9 @@ class TrainingData:
     ``synonyms`` maps a surface form (as written) to its canonical value;
     ``regex_features`` is a list of ``{"name", "pattern"}``; ``lookup_tables`` a list of
     ``{"name", "elements"}``; ``responses`` maps ``utter_faq/ask_name`` to Rasa response dicts.
+    ``load_warnings`` are what the readers repaired while reading (an entity annotation dropped
+    because its offsets do not fit its text), one line each naming the file and the example:
+    the loader logs them and ``data validate`` reports them.
     """
 
     messages: list[Message] = field(default_factory=list)
@@ -25,6 +28,7 @@ class TrainingData:
     regex_features: list[dict[str, str]] = field(default_factory=list)
     lookup_tables: list[dict[str, Any]] = field(default_factory=list)
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    load_warnings: list[str] = field(default_factory=list)
 
     # --- views -------------------------------------------------------------------------------
     @property
@@ -58,6 +62,7 @@ class TrainingData:
             regex_features=self.regex_features + other.regex_features,
             lookup_tables=_merge_lookups(self.lookup_tables, other.lookup_tables),
             responses={**self.responses, **other.responses},
+            load_warnings=self.load_warnings + other.load_warnings,
         )
 
     def with_messages(self, messages: list[Message]) -> TrainingData:
@@ -68,6 +73,7 @@ class TrainingData:
             regex_features=list(self.regex_features),
             lookup_tables=list(self.lookup_tables),
             responses=dict(self.responses),
+            load_warnings=list(self.load_warnings),
         )
 
     def fingerprint(self, sections: bool = True) -> str:

@@ -10,6 +10,10 @@ An HTTP client of Duckling (https://github.com/facebook/duckling), with Rasa's p
 * ``timezone``: e.g. ``Europe/Berlin``; unset, the server's;
 * ``timeout``: seconds to wait for an answer (3).
 
+Duckling reads relative dates ("tomorrow") against ``reftime``: as Rasa, the message's time
+(``Message.time``, seconds since the epoch, from the ``time`` field of ``/model/parse`` or
+``Model.parse(text, time=...)``) in milliseconds, or now when the message has none.
+
 Each match becomes a Rasa entity: ``entity`` (the dimension), ``start``, ``end``, ``text``,
 ``value`` (Duckling's ``value``, or ``{"from": ..., "to": ...}`` for an interval),
 ``additional_info`` (Duckling's whole ``value`` object), ``confidence`` 1.0 and ``extractor``.
@@ -185,15 +189,23 @@ class DucklingEntityExtractor(EntityExtractor):
                 logger.warning(f"{EXTRACTOR_NAME}: no `url` in the config and ${URL_ENV} is not "
                                "set; it extracts nothing")
             return
-        reference_time = int(time.time()) * 1000  # Rasa: now, in milliseconds
-        texts = [message.text for message in messages]
-        if len(texts) == 1:
-            found = [self.extract(texts[0], reference_time)]
+        now = int(time.time()) * 1000  # Rasa: now, in milliseconds, for a message without a time
+        jobs = [(message.text, reference_time(message, now)) for message in messages]
+        if len(jobs) == 1:
+            found = [self.extract(*jobs[0])]
         else:
-            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(texts))) as pool:
-                found = list(pool.map(lambda text: self.extract(text, reference_time), texts))
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(jobs))) as pool:
+                found = list(pool.map(lambda job: self.extract(*job), jobs))
         for message, entities in zip(messages, found, strict=True):
             message.entities.extend(entities)
+
+
+def reference_time(message: Message, now: int) -> int:
+    """Duckling's ``reftime`` for ``message``: its time in milliseconds, else ``now`` (as Rasa's
+    ``_reference_time_from_message``)."""
+    if message.time is None:
+        return now
+    return round(float(message.time) * 1000)
 
 
 def _is_match(match: Any) -> bool:

@@ -22,7 +22,21 @@ from typing import Any, Protocol
 
 
 class Parser(Protocol):
+    """``Model.parse_batch``; ``times`` is passed only when a message carries its time."""
+
     def parse_batch(self, texts: list[str]) -> list[dict[str, Any]]: ...
+
+
+#: a waiting request: its text, its time (None: now) and the future its answer goes to
+Pending = tuple[str, float | None, asyncio.Future[dict[str, Any]]]
+
+
+def _parse(model: Parser, batch: list[Pending]) -> list[dict[str, Any]]:
+    texts = [text for text, _, _ in batch]
+    times = [time for _, time, _ in batch]
+    if all(time is None for time in times):
+        return model.parse_batch(texts)
+    return model.parse_batch(texts, times=times)  # type: ignore[call-arg]
 
 
 class NoModelError(Exception):
@@ -46,7 +60,7 @@ class MicroBatcher:
         self.max_wait = max(0.0, max_wait)
         self.max_cost = max_cost
         self._executor = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlu-parse")
-        self._pending: collections.deque[tuple[str, asyncio.Future[dict[str, Any]]]] = collections.deque()
+        self._pending: collections.deque[Pending] = collections.deque()
         self._draining = False
         self._task: asyncio.Task[None] | None = None
         self._last_batch_size = 0
@@ -54,11 +68,12 @@ class MicroBatcher:
         self.requests = 0
         self.largest_batch = 0
 
-    async def parse(self, text: str) -> dict[str, Any]:
-        """The parse result for ``text``, computed in a batch with concurrent requests."""
+    async def parse(self, text: str, time: float | None = None) -> dict[str, Any]:
+        """The parse result for ``text`` (sent at ``time``, seconds since the epoch; None: now),
+        computed in a batch with concurrent requests."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
-        self._pending.append((text, future))
+        self._pending.append((text, time, future))
         if not self._draining:
             self._draining = True
             self._task = loop.create_task(self._drain())  # a reference keeps the task alive
@@ -100,17 +115,17 @@ class MicroBatcher:
             while self._pending:
                 if self.max_wait and self._last_batch_size > 1 and len(self._pending) < self.max_batch:
                     await asyncio.sleep(self.max_wait)  # concurrent clients: let stragglers join
-                batch: list[tuple[str, asyncio.Future[dict[str, Any]]]] = []
+                batch: list[Pending] = []
                 longest = 0
                 while self._pending:
-                    text, future = self._pending[0]
+                    text, time, future = self._pending[0]
                     if future.done():  # its client went away
                         self._pending.popleft()
                         continue
                     if batch and not self.fits(len(batch) + 1, max(longest, len(text))):
                         break
                     self._pending.popleft()
-                    batch.append((text, future))
+                    batch.append((text, time, future))
                     longest = max(longest, len(text))
                 if not batch:
                     continue
@@ -122,26 +137,24 @@ class MicroBatcher:
                 try:
                     if model is None:
                         raise NoModelError()
-                    results = await loop.run_in_executor(
-                        self._executor, model.parse_batch, [text for text, _ in batch]
-                    )
+                    results = await loop.run_in_executor(self._executor, _parse, model, batch)
                 except asyncio.CancelledError:
-                    for _, future in batch:
+                    for _, _, future in batch:
                         future.cancel()
                     raise
                 except Exception as error:  # delivered to each waiting request
-                    for _, future in batch:
+                    for _, _, future in batch:
                         if not future.done():
                             future.set_exception(error)
                     continue
-                for (_, future), result in zip(batch, results, strict=True):
+                for (_, _, future), result in zip(batch, results, strict=True):
                     if not future.done():
                         future.set_result(result)
         finally:
             self._draining = False
 
     def close(self) -> None:
-        for _, future in self._pending:
+        for _, _, future in self._pending:
             if not future.done():
                 future.cancel()
         self._pending.clear()

@@ -23,7 +23,14 @@ from starlette.responses import PlainTextResponse, Response
 from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.batching import NoModelError
-from nlu_engine.server.http import RequestError, check_text, error_response, json_response, read_json
+from nlu_engine.server.http import (
+    RequestError,
+    check_text,
+    check_time,
+    error_response,
+    json_response,
+    read_json,
+)
 from nlu_engine.server.openapi import openapi_document
 from nlu_engine.server.state import ServerState, load_model
 
@@ -144,7 +151,7 @@ async def parse(request: Request, state: ServerState) -> Response:
     if "text" not in data:
         raise RequestError(400, "No text message defined in request body: send {\"text\": \"...\"}")
     text = check_text(data["text"], "text", state.max_text_chars)
-    return json_response(await state.batcher.parse(text))
+    return json_response(await state.batcher.parse(text, check_time(data.get("time"))))
 
 
 @endpoint(protected=True, body_token=True)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import math
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -85,6 +87,32 @@ async def read_json(request: Request, limit: int) -> Any:
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         detail = str(error).splitlines()[0][:200] if isinstance(error, ValueError) else "nested too deeply"
         raise RequestError(400, f"request body is not valid JSON ({detail})") from None
+
+
+def check_time(value: Any, field: str = "time") -> float | None:
+    """A message's time from a request (Rasa's ``time``): seconds since the epoch, a number or a
+    numeric string, or an ISO 8601 date-time (UTC when it names no zone); None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str) and value.strip():
+        try:
+            number = float(value)
+        except ValueError:
+            try:
+                moment = datetime.datetime.fromisoformat(value.strip())
+            except ValueError:
+                pass
+            else:
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=datetime.UTC)
+                return moment.timestamp()
+        else:
+            if math.isfinite(number):
+                return number
+    raise RequestError(400, f"'{field}' must be the message's time in seconds since the epoch "
+                            "(e.g. 1700000000) or an ISO 8601 date-time")
 
 
 def check_text(text: Any, field: str, max_chars: int) -> str:

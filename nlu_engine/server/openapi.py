@@ -254,6 +254,10 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "properties": {
             "text": {**text, "example": "book a table for two in Berlin"},
             "message_id": {"description": "Accepted for Rasa compatibility; not used"},
+            "time": {"type": ["number", "string", "null"], "example": 1700000000,
+                     "description": "When the message was sent (Rasa's field): seconds since the "
+                                    "epoch or an ISO 8601 date-time; Duckling reads relative dates "
+                                    "against it (default: now)"},
             "token": {"type": ["string", "null"],
                       "description": "The --auth-token value, where Rasa's dialogue server sends it "
                                      "(endpoints.yml `nlu: token:`); ?token= and Bearer work too"},

@@ -6,7 +6,8 @@ its content:
 
 - ``.yml`` / ``.yaml``: Rasa 3 YAML (files without ``nlu:`` or ``responses:`` — a config or the
   rest of a domain — are skipped while scanning a directory);
-- ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section);
+- ``.md``: Rasa 1 Markdown (skipped in a directory when it has no ``## intent:``-style section),
+  or Rasa 1's Markdown of retrieval responses (``## name`` / ``* faq/ask_x`` / ``- text``);
 - ``.json``: Rasa JSON (skipped in a directory when it has no ``rasa_nlu_data``).
 
 A file named explicitly must hold NLU data (or Rasa's stories and rules, which are skipped). Files
@@ -28,7 +29,10 @@ from nlu_engine.training_data.rasa_json import (
     write_rasa_json,
 )
 from nlu_engine.training_data.rasa_markdown import (
+    RESPONSES_MARKER,
     SECTION_HEADER,
+    STORY_ACTION,
+    parse_markdown_responses,
     parse_rasa_markdown,
     read_text_file,
 )
@@ -66,6 +70,8 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
     elif fmt == "markdown":
         if SECTION_HEADER.search(content):
             data = parse_rasa_markdown(content, source=str(path), base_dir=path.parent)
+        elif RESPONSES_MARKER.search(content) and not STORY_ACTION.search(content):
+            data = parse_markdown_responses(content, source=str(path))
     else:
         document = load_json(content, str(path))
         if isinstance(document, dict) and ROOT_KEY in document:
@@ -77,8 +83,8 @@ def load_file(path: str | Path, explicit: bool = True) -> TrainingData | None:
     if data is None and explicit:
         raise DataError(
             f"{path}: holds no NLU training data; expected Rasa YAML with 'nlu:' (or "
-            "'responses:'), Markdown with '## intent:NAME' sections, or JSON with "
-            f"'{ROOT_KEY}'"
+            "'responses:'), Markdown with '## intent:NAME' sections (or Rasa 1's responses), "
+            f"or JSON with '{ROOT_KEY}'"
         )
     return data
 

@@ -15,12 +15,17 @@ is NLU and counts what is not:
   for the ResponseSelector, beside the ``responses:`` of the data files, and its intents and
   entities; its other responses, slots, forms and actions are counted as skipped.
 
-``Project.notice()`` is one line counting what was skipped; ``skipped_files`` names the files
-left out entirely.
+Exact duplicate examples (same text, intent and annotations, in one file or across files) are
+dropped keeping the first, as Rasa's ``TrainingData`` drops them; ``duplicates`` counts the
+copies dropped per example, for the notice and for ``data validate``'s warnings.
+
+``Project.notice()`` is one line counting what was skipped and dropped; ``skipped_files`` names
+the files left out entirely.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections import Counter
@@ -32,6 +37,7 @@ from typing import Any
 import yaml
 
 from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.domain import Domain, read_domain
 from nlu_engine.training_data.loading import data_files, detect_format, is_empty, load_file
@@ -53,11 +59,17 @@ def load_data(paths: str | Path | Iterable[str | Path]) -> TrainingData:
 
     Files are read in the order given; a directory's files in sorted path order. Stories, rules
     and other dialogue data beside the NLU files are skipped (:func:`read_project` counts
-    them); a file left out because it is broken and not NLU data is named in a warning.
+    them); a file left out because it is broken and not NLU data is named in a warning, as is
+    each entity annotation dropped for offsets that do not fit its text; exact duplicate examples
+    are dropped (the first kept), counted in one warning.
     """
     project = read_project(paths)
     for entry in project.skipped_files:
         logger.warning(f"skipped {entry}")
+    for warning in project.data.load_warnings:
+        logger.warning(warning)
+    if project.duplicate_notice():
+        logger.warning(project.duplicate_notice())
     return project.data
 
 
@@ -75,14 +87,28 @@ class Project:
     skipped_files: list[str] = field(default_factory=list)
     #: intents the stories and rules use -> the files using them
     story_intents: dict[str, list[str]] = field(default_factory=dict)
+    #: (text, intent or retrieval intent) of an exact duplicate example -> copies dropped
+    duplicates: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     def notice(self) -> str | None:
-        """One line counting what was skipped (None when nothing was); the files left out
-        entirely are in ``skipped_files``, for a warning each."""
-        if not self.skipped:
+        """One line counting what was skipped and the duplicates dropped (None when neither);
+        the files left out entirely are in ``skipped_files``, for a warning each."""
+        parts = []
+        if self.skipped:
+            counts = ", ".join(f"{n} {_plural(kind, n)}" for kind, n in sorted(self.skipped.items()))
+            parts.append(f"skipped what is not NLU: {counts} (in {', '.join(self.skipped_sources)})")
+        if self.duplicate_notice():
+            parts.append(str(self.duplicate_notice()))
+        return "; ".join(parts) or None
+
+    def duplicate_notice(self) -> str | None:
+        """One line counting the exact duplicate examples dropped (None when there were none)."""
+        dropped = sum(self.duplicates.values())
+        if not dropped:
             return None
-        counts = ", ".join(f"{n} {_plural(kind, n)}" for kind, n in sorted(self.skipped.items()))
-        return f"skipped what is not NLU: {counts} (in {', '.join(self.skipped_sources)})"
+        return (f"dropped {dropped} exact duplicate example{'s' if dropped > 1 else ''} (same "
+                "text, intent and annotations), keeping the first of each, as Rasa does; "
+                "'nlu-engine data validate' lists them")
 
 
 def read_project(
@@ -116,10 +142,29 @@ def read_project(
     data = parts[0]
     for part in parts[1:]:
         data = data.merge(part)
+    data.messages, project.duplicates = drop_duplicates(data.messages)
     project.data = data
     if domain is not None:
         _add_domain(project, domain if isinstance(domain, Domain) else read_domain(domain))
     return project
+
+
+def drop_duplicates(messages: list[Message]) -> tuple[list[Message], Counter[tuple[str, str]]]:
+    """The examples without exact repeats (the first kept, the order unchanged), and the copies
+    dropped per ``(text, intent)``. Exact means all Rasa compares: text, intent (with its
+    retrieval key), entity annotations and metadata."""
+    kept: list[Message] = []
+    seen: set[str] = set()
+    dropped: Counter[tuple[str, str]] = Counter()
+    for message in messages:
+        key = json.dumps([message.text, message.intent, message.intent_response_key,
+                          message.entities, message.metadata], sort_keys=True, default=str)
+        if key in seen:
+            dropped[(message.text, message.intent_response_key or message.intent or "")] += 1
+        else:
+            seen.add(key)
+            kept.append(message)
+    return kept, dropped
 
 
 def _read_file(path: Path, project: Project, explicit: bool) -> TrainingData | None:

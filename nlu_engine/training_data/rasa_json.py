@@ -65,7 +65,7 @@ def from_rasa_json_dict(
     for list_name in _EXAMPLE_LISTS:
         for index, example in enumerate(_list(section, list_name, source)):
             where = f"{source}: {list_name}[{index}]"
-            message = _message(example, where)
+            message = _message(example, where, data.load_warnings)
             data.messages.append(message)
             data.synonyms.update(synonyms_from_entities(message.text, message.entities))
 
@@ -108,7 +108,9 @@ def _field(item: Any, key: str, where: str) -> Any:
     return item[key]
 
 
-def _message(example: Any, where: str) -> Message:
+def _message(example: Any, where: str, warnings: list[str]) -> Message:
+    """One example; an entity whose offsets do not fit its text is dropped (as Rasa ignores it
+    when training) and named in ``warnings``, so one bad annotation does not stop a project."""
     text = _field(example, "text", where)
     if not isinstance(text, str):
         raise DataError(f"{where}: 'text' must be a string")
@@ -128,10 +130,12 @@ def _message(example: Any, where: str) -> Message:
             _field(raw, key, entity_where)
         start, end = raw["start"], raw["end"]
         if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
-            raise DataError(
-                f"{entity_where}: start={start!r}, end={end!r} do not fit the text {text!r}; "
-                "use character offsets with start < end <= len(text)"
+            warnings.append(
+                f"{entity_where}: entity '{raw['entity']}' at start={start!r}, end={end!r} does "
+                f"not fit the text {text!r} ({len(text)} characters); the annotation is dropped "
+                "and the example kept; fix the offsets (start < end <= len(text))"
             )
+            continue
         entity: dict[str, Any] = {
             "entity": str(raw["entity"]),
             "start": start,

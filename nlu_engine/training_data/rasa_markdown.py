@@ -13,7 +13,15 @@
     data/cities.txt          <- a file with one element a line
 
 Items may start with ``-``, ``*`` or ``+`` and be indented; ``<!-- ... -->`` comments (also over
-several lines) are ignored, as are other non-item lines.
+several lines) are ignored, as are other non-item lines and, as Rasa 1.x did, items before the
+first section (a table of contents).
+
+Rasa 1.x also kept the responses of retrieval intents in Markdown, a file of its own, which
+``parse_markdown_responses`` reads (``* faq/ask_name`` is the response ``utter_faq/ask_name``)::
+
+    ## ask name
+    * faq/ask_name
+      - I'm a bot.
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ _HEADER = re.compile(r"##\s*(?P<section>[^:]+?)\s*:\s*(?P<title>.+?)\s*$")
 _ITEM = re.compile(r"[-*+]\s*(?P<item>.*)$")
 # Cheap test for "this file holds Rasa Markdown NLU data".
 SECTION_HEADER = re.compile(r"^\s*##\s*(intent|synonym|regex|lookup)\s*:", re.MULTILINE)
+# Rasa 1.x's test for response Markdown: a "##" line, a "* intent/key" line, a "- text" line.
+RESPONSES_MARKER = re.compile(r"##\s*.*\n\*[^:]*/.*\n\s*-.*")
+# A step of Rasa 1.x Markdown stories ("  - utter_greet"): such a file is stories, not responses.
+STORY_ACTION = re.compile(r"^\s*-\s*(?:utter|respond|action)_\w*\s*$", re.MULTILINE)
 
 
 def parse_rasa_markdown(
@@ -73,11 +85,8 @@ def parse_rasa_markdown(
         text = item.group("item").strip()
         if not text:
             continue
-        if section is None:
-            raise DataError(
-                f"{where}: example {text!r} is outside any section; put it under a "
-                "'## intent:NAME' heading"
-            )
+        if section is None:  # a table of contents or other text before the first section
+            continue
         if section == "intent":
             plain, entities = parse_annotated(text, where)
             data.messages.append(
@@ -91,6 +100,35 @@ def parse_rasa_markdown(
         else:
             lookups[title].append(text)
     data.lookup_tables = [{"name": n, "elements": e} for n, e in lookups.items()]
+    return data
+
+
+def parse_markdown_responses(content: str, source: str = "<markdown>") -> TrainingData:
+    """The responses of a Rasa 1.x response Markdown file, read as Rasa 1.x read them.
+
+    A ``#`` line starts a block, ``* faq/ask_name`` names its retrieval intent, ``- text`` lines
+    are its responses (``\\n`` in them is a line break). Other lines are skipped, each named in
+    ``load_warnings``, as Rasa 1.x skipped them with a warning.
+    """
+    content = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), content)
+    data = TrainingData()
+    key: str | None = None
+    for number, raw in enumerate(content.splitlines(), start=1):
+        line = raw.strip()
+        if line.startswith("#"):
+            key = None
+        elif line.startswith("*"):
+            name = line[1:].strip()
+            key = name if name.startswith("utter_") else f"utter_{name}"
+            data.responses.setdefault(key, [])
+        elif line.startswith("-") and key is not None:
+            data.responses[key].append({"text": line[1:].strip().replace("\\n", "\n")})
+        elif line:
+            data.load_warnings.append(
+                f"{source}:{number}: skipped {line[:60]!r}: a response is one '- text' line "
+                "under a '* intent/key' line (write a line break as \\n)"
+            )
+    data.responses = {k: v for k, v in data.responses.items() if v}
     return data
 
 

@@ -3,7 +3,10 @@
 ``validate(data, tokenize)`` counts examples, intents and entity types and warns about:
 
 - the same example text under two or more intents (the classifier cannot learn both);
-- the same example repeated within one intent (it weighs more and can leak into test splits);
+- the same example repeated within one intent (the loader keeps only the first of exact repeats,
+  as Rasa does; repeats that differ in their annotations weigh more and can leak into test
+  splits);
+- entity annotations a reader dropped because their offsets do not fit the text;
 - intents with fewer than two examples (they cannot be split or learned);
 - retrieval intents (``faq/ask_name``) without a response (``utter_faq/ask_name``);
 - examples with empty text, and examples without an intent;
@@ -120,11 +123,18 @@ def count(data: TrainingData) -> DataCounts:
 
 
 def validate(
-    data: TrainingData, tokenize: Callable[[str], list[Token]] | None = None
+    data: TrainingData,
+    tokenize: Callable[[str], list[Token]] | None = None,
+    duplicates: Mapping[tuple[str, str], int] | None = None,
 ) -> ValidationReport:
-    """Count ``data`` and collect warnings; ``tokenize`` enables the token-boundary check."""
+    """Count ``data`` and collect warnings; ``tokenize`` enables the token-boundary check.
+
+    ``duplicates`` are the copies of exact duplicate examples the loader dropped
+    (``Project.duplicates``): they are warned about as if they were still there. What the readers
+    repaired (``data.load_warnings``) comes first.
+    """
     counts = count(data)
-    warnings: list[str] = []
+    warnings: list[str] = list(data.load_warnings)
 
     intents_of: dict[str, Counter[str]] = defaultdict(Counter)
     for message in data.messages:
@@ -136,6 +146,9 @@ def validate(
             warnings.append(f"example '{message.text}' has no intent; give it one or remove it")
             continue
         intents_of[message.text][name] += 1
+    for (text, name), copies in (duplicates or {}).items():
+        if text.strip() and name:
+            intents_of[text][name] += copies
 
     for text, intents in intents_of.items():
         if len(intents) > 1:

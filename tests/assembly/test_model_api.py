@@ -70,15 +70,32 @@ def test_parse_batch_matches_parse_in_order(model: Model, tiny_texts: list[str])
     assert batch[-2]["intent"]["name"] == "check_order"
 
 
-@pytest.mark.parametrize("text", ["", "   ", "Grüße aus Köln 🎉", "a" * 2000, "?!"])
+@pytest.mark.parametrize("text", ["Grüße aus Köln 🎉", "a" * 2000, "?!", " \t hi there \n"])
 def test_parse_odd_texts(model: Model, text: str) -> None:
     result = model.parse(text)
-    assert result["text"] == text
+    assert result["text"] == text.strip()  # as Rasa's UserMessage strips it
     assert set(result) == RASA_KEYS
     assert result["intent"]["name"] in INTENTS
     for start, end in result["text_tokens"]:
-        assert 0 <= start <= end <= len(text)
+        assert 0 <= start <= end <= len(text.strip())
     json.dumps(result, allow_nan=False)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t\n "])
+def test_empty_and_whitespace_messages_parse_as_rasas_server(model: Model, text: str) -> None:
+    """Rasa 3.6.21 (``Agent.parse_message``, what ``/model/parse`` calls; DIET and
+    ResponseSelector, measured with ``rasa-reference``) strips the message, runs the empty text
+    through the pipeline and answers the model's guess for featureless input: for "", "   " and
+    "\t\n" alike ``{"text": "", "intent": {"name": "greet", "confidence": 0.835...},
+    "entities": [], "text_tokens": [[0, 0]], "intent_ranking": [<every intent>],
+    "response_selector": {...}}``. The same shape here, with this model's guess."""
+    result = model.parse(text)
+    assert result == model.parse("")
+    assert set(result) == RASA_KEYS
+    assert result["text"] == "" and result["entities"] == [] and result["text_tokens"] == [[0, 0]]
+    assert result["intent"]["name"] in INTENTS
+    assert result["intent_ranking"][0]["name"] == result["intent"]["name"]
+    assert {r["name"] for r in result["intent_ranking"]} == INTENTS
 
 
 def test_model_properties(model: Model, archive: str) -> None:

@@ -117,6 +117,19 @@ def test_parse_text_argument(trained: Path, workdir: Path) -> None:
     assert parsed["text_tokens"] == [[0, 5], [6, 11]]
 
 
+def test_empty_and_whitespace_messages_parse_as_the_python_api(trained: Path, workdir: Path) -> None:
+    from nlu_engine.assembly.model import Model
+
+    model = Model.load(trained)
+    empty = model.parse("")
+    assert empty["text"] == "" and empty["entities"] == []
+    for text in ("", "   ", " \t "):
+        result = run("parse", "-m", "models/logreg.tar.gz", text, cwd=workdir)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == empty == model.parse(text)
+    assert model.parse("  hello there ") == model.parse("hello there")  # Rasa strips messages
+
+
 def test_parse_stdin_one_json_per_line_in_order(trained: Path, workdir: Path) -> None:
     texts = ["hi", "book a table for two in Berlin", "thanks, bye", "what's the weather in Paris"]
     stdin = "\n".join([texts[0], "", *texts[1:], "   "]) + "\n"  # blank lines are skipped
@@ -214,6 +227,33 @@ def test_data_validate_warns_about_misaligned_entity(tmp_path: Path) -> None:
     failing = run("data", "validate", "--data", "nlu.yml", "--fail-on-warnings", cwd=tmp_path)
     assert failing.returncode == 1
     assert "Traceback" not in failing.stderr
+
+
+def test_data_rules_rasa_applies_at_load(tmp_path: Path) -> None:
+    """Exact duplicates are dropped with one notice but still warned about; a bad entity offset
+    drops that annotation with a warning naming file and example; the project still trains."""
+    write(tmp_path / "a.yml", "nlu:\n- intent: greet\n  examples: |\n    - hi\n    - hello\n    - hi\n"
+                              "- intent: bye\n  examples: |\n    - bye\n    - see you\n")
+    write(tmp_path / "b.json", json.dumps({"rasa_nlu_data": {"common_examples": [
+        {"text": "hello", "intent": "greet"},
+        {"text": "ciao", "intent": "bye", "entities": [{"start": 2, "end": 7, "entity": "x"}]}]}}))
+    result = run("data", "validate", "--data", ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("5 examples, 2 intents, 0 entity types")
+    assert "example 'hi' appears 2 times under intent 'greet'" in result.stdout
+    assert "example 'hello' appears 2 times under intent 'greet'" in result.stdout
+    assert ("b.json: common_examples[1].entities[0]: entity 'x' at start=2, end=7 does not fit the "
+            "text 'ciao'") in result.stdout
+    notices = [line for line in result.stderr.splitlines() if "duplicate" in line]
+    assert len(notices) == 1 and "dropped 2 exact duplicate examples" in notices[0]
+    failing = run("data", "validate", "--data", ".", "--fail-on-warnings", cwd=tmp_path)
+    assert failing.returncode == 1 and "Traceback" not in failing.stderr
+    assert failing.stderr.splitlines()[-1] == (
+        "error: 3 warnings in the training data (--fail-on-warnings)")
+    trained = run("train", "-c", str(LOGREG), "--data", ".", "--out", "m", cwd=tmp_path)
+    assert trained.returncode == 0, trained.stderr
+    assert "b.json: common_examples[1].entities[0]" in trained.stderr
+    assert "dropped 2 exact duplicate examples" in trained.stderr
 
 
 RASA_PROJECT = {

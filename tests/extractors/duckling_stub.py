@@ -5,15 +5,18 @@ Duckling's README shows the exchange (``curl -XPOST http://0.0.0.0:8000/parse --
 optionally ``tz``, ``dims`` (a JSON list) and ``reftime`` (ms), answered by a JSON list of
 ``{"body", "start", "end", "dim", "latent", "value": {...}}``; an interval's ``value`` has
 ``type: interval`` with ``from`` / ``to``. This stub knows a few phrases (number words and digits,
-``tomorrow``, ``this weekend``, ``N dollars``), honours ``dims``, records every request and can
-be told to fail (``status``) or to answer something that is not JSON (``garbage``).
+``tomorrow``, ``this weekend``, ``N dollars``, and ``today``: the UTC day of ``reftime``, as
+Duckling reads relative dates against it), honours ``dims``, records every request and can be
+told to fail (``status``) or to answer something that is not JSON (``garbage``).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import threading
+import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -24,8 +27,9 @@ TOMORROW = "2013-02-13T00:00:00.000-02:00"
 WEEKEND = ("2013-02-15T18:00:00.000-02:00", "2013-02-18T00:00:00.000-02:00")
 
 
-def matches(text: str) -> list[dict[str, Any]]:
-    """What Duckling would answer for ``text`` (for the phrases this stub knows)."""
+def matches(text: str, reftime: int | None = None) -> list[dict[str, Any]]:
+    """What Duckling would answer for ``text`` at ``reftime`` (ms; None: now), for the phrases
+    this stub knows."""
     found: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
 
@@ -40,6 +44,11 @@ def matches(text: str) -> list[dict[str, Any]]:
         add(m.start(), m.end(), "amount-of-money", {"value": int(m.group(1)), "type": "value", "unit": "$"})
     for m in re.finditer(r"\btomorrow\b", text):
         value = {"value": TOMORROW, "grain": "day", "type": "value"}
+        add(m.start(), m.end(), "time", {**value, "values": [value]})
+    for m in re.finditer(r"\btoday\b", text):
+        seconds = time.time() if reftime is None else reftime / 1000
+        day = datetime.datetime.fromtimestamp(seconds, datetime.UTC).date().isoformat()
+        value = {"value": f"{day}T00:00:00.000Z", "grain": "day", "type": "value"}
         add(m.start(), m.end(), "time", {**value, "values": [value]})
     for m in re.finditer(r"\bthis weekend\b", text):
         interval = {"type": "interval", "from": {"value": WEEKEND[0], "grain": "hour"},
@@ -73,7 +82,8 @@ class DucklingStub:
                 if stub.garbage:
                     self.reply(200, b"<html>not duckling</html>")
                     return
-                found = matches(form.get("text", ""))
+                reftime = form.get("reftime")
+                found = matches(form.get("text", ""), int(reftime) if reftime else None)
                 dims = json.loads(form.get("dims") or "null")
                 if dims:
                     found = [f for f in found if f["dim"] in dims]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 import socket
 import time
@@ -151,3 +152,63 @@ def test_in_a_pipeline_its_entities_reach_the_parse_and_the_archive_is_config_on
     result = Model.load(archive).parse("book a flight for two tomorrow")
     assert [(e["entity"], e["value"]) for e in result["entities"]] == [("number", 2), ("time", TOMORROW)]
     assert all(e["extractor"] == "DucklingEntityExtractor" for e in result["entities"])
+
+
+# --- the reference time ----------------------------------------------------------------------
+NEW_YEAR_2024 = 1704067200  # 2024-01-01T00:00:00Z, in seconds
+
+
+def test_a_message_with_a_time_sends_it_as_reftime_and_the_others_send_now(stub: DucklingStub) -> None:
+    extractor = DucklingEntityExtractor(url=stub.url)
+    messages = [Message(text="today", time=NEW_YEAR_2024 + 0.25), Message(text="two today"),
+                Message(text="today one", time=NEW_YEAR_2024 - 86400)]
+    before = int(time.time()) * 1000
+    extractor.process(messages)
+    sent = {r["text"]: int(r["reftime"]) for r in stub.requests}
+    assert sent["today"] == NEW_YEAR_2024 * 1000 + 250  # Rasa: the message's time in ms
+    assert sent["today one"] == (NEW_YEAR_2024 - 86400) * 1000
+    assert before <= sent["two today"] <= int(time.time()) * 1000
+    days = [[e["value"] for e in m.entities if e["entity"] == "time"] for m in messages]
+    assert days[0] == ["2024-01-01T00:00:00.000Z"] and days[2] == ["2023-12-31T00:00:00.000Z"]
+
+
+def test_model_parse_passes_the_time(stub: DucklingStub, tmp_path: Path, tiny_data_path: Path) -> None:
+    config = {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+        {"name": "LogisticRegressionClassifier"},
+        {"name": "DucklingEntityExtractor", "url": stub.url, "dimensions": ["time"]},
+    ]}
+    model = Model.load(train(config, tiny_data_path, out=tmp_path, fixed_model_name="d", log=None))
+    assert [e["value"] for e in model.parse("book today", time=NEW_YEAR_2024)["entities"]] == [
+        "2024-01-01T00:00:00.000Z"]
+    results = model.parse_batch(["today", "today"], times=[NEW_YEAR_2024 - 1, None])
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    assert [r["entities"][0]["value"][:10] for r in results] == ["2023-12-31", today]
+
+
+def test_the_time_field_of_model_parse_reaches_duckling(
+    stub: DucklingStub, tmp_path: Path, tiny_data_path: Path
+) -> None:
+    httpx = pytest.importorskip("httpx")
+    pytest.importorskip("uvicorn")
+    from tests.server.server_process import ServerProcess
+
+    config = {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+        {"name": "LogisticRegressionClassifier"},
+        {"name": "DucklingEntityExtractor", "url": stub.url, "dimensions": ["time"]},
+    ]}
+    archive = train(config, tiny_data_path, out=tmp_path, fixed_model_name="d", log=None)
+    with ServerProcess(["-m", str(archive)]) as server, httpx.Client(base_url=server.url,
+                                                                      timeout=30) as client:
+        def day(body: dict) -> str:
+            response = client.post("/model/parse", json=body)
+            assert response.status_code == 200, response.text
+            return str(response.json()["entities"][0]["value"])[:10]
+
+        assert day({"text": "today", "time": NEW_YEAR_2024}) == "2024-01-01"
+        assert day({"text": "today", "time": str(NEW_YEAR_2024 - 1)}) == "2023-12-31"
+        assert day({"text": "today", "time": "2023-06-01T12:00:00+02:00"}) == "2023-06-01"
+        assert day({"text": "today"}) == datetime.datetime.now(datetime.UTC).date().isoformat()
+        bad = client.post("/model/parse", json={"text": "today", "time": "last tuesday"})
+        assert bad.status_code == 400 and "'time' must be" in bad.json()["message"]

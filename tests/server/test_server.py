@@ -127,6 +127,15 @@ def test_parse_is_identical_to_model_parse(client: Any, model_a: Model) -> None:
     assert json.loads(raw.decode("utf-8")) == model_a.parse("café")
 
 
+def test_empty_and_whitespace_messages_parse_as_the_python_api(client: Any, model_a: Model) -> None:
+    empty = model_a.parse("")
+    assert empty["text"] == "" and empty["entities"] == []
+    for text in ("", "   ", "\n\t "):
+        assert client.post("/model/parse", json={"text": text}).json() == empty == model_a.parse(text)
+    assert client.post("/model/parse/batch", json=["", " ", "hi", "\t"]).json() == [
+        empty, empty, model_a.parse("hi"), empty]
+
+
 def test_parse_batch(client: Any, model_a: Model) -> None:
     expected = model_a.parse_batch(TEXTS)
     as_list = client.post("/model/parse/batch", json=TEXTS)
@@ -197,6 +206,8 @@ def test_cors(client: Any) -> None:
         (b'{"text": null}', 400, "must be a string"),
         (b'{"text": 42}', 400, "must be a string"),
         (b'{"text": ["a", "b"]}', 400, "must be a string"),
+        (b'{"text": "hi", "time": true}', 400, "'time' must be the message's time in seconds"),
+        (b'{"text": "hi", "time": "soon"}', 400, "or an ISO 8601 date-time"),
         (json.dumps({"text": "x" * 2_001}).encode(), 413, "limit is 2000"),
         (b'{"text": "\\ud800 lone surrogate"}', 400, "not valid Unicode"),
         (json.dumps({"text": "x" * 1_100_000}).encode(), 413, "limit"),

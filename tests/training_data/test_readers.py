@@ -9,6 +9,7 @@ from nlu_engine.contract.errors import DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.training_data import TrainingData, load_data, write_data
 from nlu_engine.training_data.loading import load_file
+from nlu_engine.training_data.project import read_project
 from nlu_engine.training_data.rasa_json import dump_rasa_json, parse_rasa_json
 from nlu_engine.training_data.rasa_markdown import parse_rasa_markdown
 from nlu_engine.training_data.rasa_yaml import dump_rasa_yaml, parse_rasa_yaml
@@ -280,9 +281,10 @@ def test_markdown_unknown_section_names_line():
     assert "did you mean 'intent'" in str(error.value)
 
 
-def test_markdown_example_outside_section():
-    with pytest.raises(DataError, match=r"nlu\.md:1: example 'hi' is outside any section"):
-        parse_rasa_markdown("- hi\n## intent:a\n- x\n", "nlu.md")
+def test_markdown_items_before_the_first_section_are_skipped_as_rasa_1_did():
+    content = "# My bot\n\nContents:\n- [greet](#greet)\n- [bye](#bye)\n\n## intent:greet\n- hi\n"
+    data = parse_rasa_markdown(content, "nlu.md")
+    assert [(m.text, m.intent, m.entities) for m in data.messages] == [("hi", "greet", [])]
 
 
 def test_markdown_bad_annotation_names_line():
@@ -355,12 +357,21 @@ def test_json_without_root_key():
         parse_rasa_json('{"nlu": []}', "nlu.json")
 
 
-def test_json_bad_entity_offsets():
+def test_json_entity_offsets_that_do_not_fit_drop_the_annotation_not_the_file():
     bad = {"rasa_nlu_data": {"common_examples": [
-        {"text": "hi", "intent": "a", "entities": [{"start": 0, "end": 9, "entity": "x"}]}
+        {"text": "hi there", "intent": "a", "entities": [
+            {"start": 0, "end": 9, "entity": "x"}, {"start": 3, "end": 8, "entity": "y"}]},
+        {"text": "ho", "intent": "a", "entities": [{"start": 2, "end": 1, "entity": "z"}]},
     ]}}
-    with pytest.raises(DataError, match=r"common_examples\[0\]\.entities\[0\]"):
-        parse_rasa_json(json.dumps(bad), "nlu.json")
+    data = parse_rasa_json(json.dumps(bad), "nlu.json")
+    assert [m.text for m in data.messages] == ["hi there", "ho"]
+    assert data.messages[0].entities == [{"entity": "y", "start": 3, "end": 8, "value": "there"}]
+    assert data.messages[1].entities == []
+    assert len(data.load_warnings) == 2
+    assert data.load_warnings[0].startswith(
+        "nlu.json: common_examples[0].entities[0]: entity 'x' at start=0, end=9 does not fit "
+        "the text 'hi there' (8 characters)")
+    assert "common_examples[1].entities[0]: entity 'z'" in data.load_warnings[1]
 
 
 def test_json_writer_groups_synonyms_and_full_intent_names():
@@ -520,27 +531,29 @@ needs_datasets = pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datase
 
 @needs_datasets
 @pytest.mark.parametrize(
-    ("relative", "examples", "intents", "entity_types", "regexes"),
+    ("relative", "examples", "duplicates", "intents", "entity_types", "regexes"),
     [
-        ("SNIPS/train.md", 13084, 7, 39, 0),
-        ("SNIPS/test.md", 700, 7, 39, 0),
-        ("NLU-Evaluation-Data/KFold_1/test.md", 1076, 64, 45, 0),
-        ("NLU-Evaluation-Data/KFold_1/train.md", 9960, 64, 54, 67),
+        ("SNIPS/train.md", 12860, 224, 7, 39, 0),
+        ("SNIPS/test.md", 699, 1, 7, 39, 0),
+        ("NLU-Evaluation-Data/KFold_1/test.md", 1076, 0, 64, 45, 0),
+        ("NLU-Evaluation-Data/KFold_1/train.md", 9960, 0, 64, 54, 67),
     ],
 )
-def test_shared_datasets(relative, examples, intents, entity_types, regexes):
+def test_shared_datasets(relative, examples, duplicates, intents, entity_types, regexes):
     path = DATASETS / relative
     if not path.is_file():
         pytest.skip(f"{path} not present")
-    data = load_data(path)
+    project = read_project(path)
+    data = project.data
     assert len(data.messages) == examples
+    assert sum(project.duplicates.values()) == duplicates  # exact repeats, dropped as Rasa does
     assert len(data.intents) == intents
     assert len(data.entity_types) == entity_types
     assert len(data.regex_features) == regexes
     # every line of the file that is an item is accounted for
     items = sum(1 for line in path.read_text(encoding="utf-8").splitlines()
                 if line.strip().startswith("- "))
-    assert items == examples + regexes
+    assert items == examples + duplicates + regexes
     for message in data.messages:
         for entity in message.entities:
             assert message.text[entity["start"] : entity["end"]] == entity["value"]

@@ -141,3 +141,19 @@ def test_rasa_10578_jieba_with_a_language_model_trains_on_misaligned_annotations
         assert result["intent"]["name"] in {"play_music", "weather", None}
         for entity in result["entities"]:
             assert text[entity["start"] : entity["end"]] == entity["value"]
+
+
+@pytest.mark.parametrize(
+    "text", ["打开QQ音乐放Yesterday", "（北京）天气？！", "播放周杰伦的歌😀👍", "😀", "", "   ", "hello world"]
+)
+def test_mixed_scripts_full_width_punctuation_emoji_and_empty_messages_parse(
+    sparse_model: tuple[Model, list[str]], text: str
+) -> None:
+    model, _ = sparse_model
+    result = model.parse(text)
+    assert result["text"] == text
+    assert result["intent"]["name"] in {"play_music", "weather", None}
+    for entity in result["entities"]:
+        assert text[entity["start"] : entity["end"]] == entity["value"]
+    for start, end in result["text_tokens"]:
+        assert 0 <= start <= end <= len(text)

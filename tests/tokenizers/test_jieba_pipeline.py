@@ -144,7 +144,8 @@ def test_rasa_10578_jieba_with_a_language_model_trains_on_misaligned_annotations
 
 
 @pytest.mark.parametrize(
-    "text", ["打开QQ音乐放Yesterday", "（北京）天气？！", "播放周杰伦的歌😀👍", "😀", "", "   ", "hello world"]
+    "text",
+    ["打开QQ音乐放Yesterday", "（北京）天气？！", "播放周杰伦的歌😀👍", "😀", "", "   ", "hello world"],
 )
 def test_mixed_scripts_full_width_punctuation_emoji_and_empty_messages_parse(
     sparse_model: tuple[Model, list[str]], text: str

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from nlu_engine.evaluation import plots  # noqa: E402
+from nlu_engine.evaluation import plots
 
 CHINESE = ["问候", "天气", "play_music"]
 

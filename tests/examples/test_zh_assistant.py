@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("jieba")
 
-from nlu_engine.assembly.model import Model  # noqa: E402
-from tests.examples.test_projects import ROOT, cli  # noqa: E402
+from nlu_engine.assembly.model import Model
+from tests.examples.test_projects import ROOT, cli
 
 ZH = ROOT / "examples" / "zh_assistant"
 

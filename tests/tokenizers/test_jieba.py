@@ -118,3 +118,26 @@ def test_a_dictionary_that_is_not_utf8_is_one_line_naming_the_file(tmp_path: Pat
         trained(dictionary_path=str(folder))
     message = str(info.value)
     assert str(folder / "gbk.txt") in message and "UTF-8" in message and "\n" not in message
+
+
+def test_chinese_and_english_models_in_one_process_each_parse_as_trained(
+    dictionaries: Path, tmp_path: Path
+) -> None:
+    def model(language: str, tokenizer: dict[str, object], examples: list[tuple[str, str]]) -> Model:
+        config = load_config({"language": language, "pipeline": [
+            tokenizer, {"name": "CountVectorsFeaturizer"}, {"name": "LogisticRegressionClassifier"},
+        ]})
+        data = TrainingData([Message(text=text, intent=intent) for text, intent in examples])
+        return Model.load(train(config, data, out=tmp_path, fixed_model_name=language, log=None))
+
+    chinese = model("zh", {"name": "JiebaTokenizer", "dictionary_path": str(dictionaries)},
+                    [("来一首韩雅乐的歌", "play"), ("今天天气怎么样", "weather")])
+    english = model("en", {"name": "WhitespaceTokenizer"},
+                    [("play a song by adele", "play"), ("how is the weather today", "weather")])
+    plain = model("zh2", {"name": "JiebaTokenizer"},
+                  [("来一首韩雅乐的歌", "play"), ("今天天气怎么样", "weather")])
+    assert chinese.parse("今天天气怎么样")["intent"]["name"] == "weather"
+    assert english.parse("how is the weather")["intent"]["name"] == "weather"
+    assert [3, 6] in chinese.parse("来一首韩雅乐的歌")["text_tokens"]
+    assert [3, 6] not in plain.parse("来一首韩雅乐的歌")["text_tokens"]
+    assert english.parse("play adele")["text_tokens"] == [[0, 4], [5, 10]]

@@ -10,6 +10,8 @@ EXTRAS = {
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
+    # JiebaTokenizer: Chinese word segmentation (MIT)
+    "zh": ["jieba>=0.42.1,<0.43"],
     # Ray Data (corpus parsing), Ray tasks (experiments) and Ray Serve (replicas); pyarrow comes
     # with ray[data]. Ray Serve's extra pins starlette>=1, which the server extra (starlette<1)
     # excludes, so Serve's other requirements are listed here instead of ray[serve]; Ray >= 2.57

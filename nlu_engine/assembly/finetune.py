@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nlu_engine.assembly.config import PipelineConfig
-from nlu_engine.assembly.pipeline import Pipeline, fresh_copies
+from nlu_engine.assembly.pipeline import Pipeline, annotate_training_data, fresh_copies
 from nlu_engine.contract.component import CannotResume, Component, FinetuneOptions
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.training_data import TrainingData
@@ -151,7 +151,7 @@ def finetune_pipeline(
             if decision == RETRAINED and component.processes_training_data:
                 from_scratch = from_scratch or name
         if component.processes_training_data and i < last:
-            component.process(work.messages)
+            annotate_training_data(component, work.messages, log)
         component.index, component.language = i, config.language
         components.append(component)
         outcome.seconds = time.perf_counter() - start
@@ -176,7 +176,7 @@ def _train_afresh(
         start = time.perf_counter()
         component.train(work)
         if component.processes_training_data:
-            component.process(work.messages)
+            annotate_training_data(component, work.messages, log)
         outcomes.append(Outcome(step.name, RETRAINED, seconds=time.perf_counter() - start, reason=reason))
         if log:
             log(f"[{i + 1}/{total}] {step.name} {RETRAINED} in {outcomes[-1].seconds:.1f} s")

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 from nlu_engine.assembly.config import PipelineConfig
-from nlu_engine.contract.component import Component
+from nlu_engine.contract.component import TOKENS, Component
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data.alignment import split_tokens_at_annotations
 
 
 def _stderr(line: str) -> None:
@@ -24,6 +25,18 @@ def fresh_copies(data: TrainingData) -> TrainingData:
     annotate what they train on, and the caller's data (reused for another fold, pipeline or
     fine-tuning) must not collect duplicate features."""
     return data.with_messages([_fresh_copy(m) for m in data.messages])
+
+
+def annotate_training_data(
+    component: Component, messages: list[Message], log: Callable[[str], None] | None
+) -> None:
+    """Run a trained component over the training examples; after a tokenizer, split the tokens
+    an entity annotation cuts (``training_data.alignment``), with one notice counting them."""
+    component.process(messages)
+    if TOKENS in component.provides:
+        notice = split_tokens_at_annotations(messages)
+        if notice and log:
+            log(f"notice: {component.component_name()}: {notice}")
 
 
 def _fresh_copy(message: Message) -> Message:
@@ -72,7 +85,7 @@ class Pipeline:
             start = time.perf_counter()
             component.train(data)
             if component.processes_training_data:
-                component.process(data.messages)
+                annotate_training_data(component, data.messages, log)
             if log:
                 log(f"[{i + 1}/{total}] {name} trained in {time.perf_counter() - start:.1f} s")
 

@@ -26,6 +26,7 @@ COMPONENTS: dict[str, str] = {
     "SpacyNLP": "nlu_engine.loaders.spacy_nlp:SpacyNLP",
     "WhitespaceTokenizer": "nlu_engine.tokenizers.whitespace:WhitespaceTokenizer",
     "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
+    "JiebaTokenizer": "nlu_engine.tokenizers.jieba:JiebaTokenizer",
     # sparse featurizers
     "CountVectorsFeaturizer": "nlu_engine.featurizers.sparse.count_vectors:CountVectorsFeaturizer",
     "LexicalSyntacticFeaturizer": (
@@ -63,8 +64,6 @@ NOT_AVAILABLE: dict[str, str] = {
     "MitieEntityExtractor": "MITIE is not built here; use CRFEntityExtractor or DIETClassifier",
     "MitieIntentClassifier": "MITIE is not built here; use SklearnIntentClassifier (the closest: "
                              "an SVM) or DIETClassifier",
-    "JiebaTokenizer": "Jieba is not built here; for Chinese use SpacyTokenizer with SpacyNLP and "
-                      "a Chinese spaCy pipeline (zh_core_web_sm segments with jieba or pkuseg)",
     "ConveRTFeaturizer": "ConveRT's weights are no longer published (PolyAI took them offline); "
                          "use LanguageModelFeaturizer for pre-trained dense features",
     "ConveRTTokenizer": "removed in Rasa 3.0; use WhitespaceTokenizer",

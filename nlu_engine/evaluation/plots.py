@@ -3,16 +3,31 @@
 matplotlib is imported inside each function and used without pyplot (a ``Figure`` drawn by the
 Agg canvas), so plotting needs no display, keeps no global state and never opens a window.
 Figures are sized to the number of labels so that 64 intents stay readable.
+
+Labels in scripts the default font (DejaVu Sans) has no glyphs for (Chinese intent names) are
+drawn with an installed CJK font as a fallback (Noto Sans CJK, WenQuanYi: Debian's
+``fonts-noto-cjk`` / ``fonts-wqy-zenhei``); without one, such a label is drawn as its escaped
+code points (``\u95ee\u5019``) rather than as empty boxes. The HTML report shows every label as
+written.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 NONE_LABEL = "(none)"
+DEFAULT_FAMILY = "DejaVu Sans"
+#: font families with CJK glyphs, tried in this order when a label needs them
+CJK_FAMILIES = (
+    "Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK TC", "Source Han Sans SC",
+    "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Droid Sans Fallback", "SimHei", "Microsoft YaHei",
+    "PingFang SC",
+)
 
 
 def available() -> bool:
@@ -23,6 +38,62 @@ def available() -> bool:
 def display_label(label: str) -> str:
     """How a label is shown: the empty label (no prediction) as ``(none)``."""
     return label if label else NONE_LABEL
+
+
+_CJK_FILES = ("notosanscjk", "notoserifcjk", "wqy", "droidsansfallback", "sourcehansans")
+
+
+@functools.cache
+def _default_glyphs() -> frozenset[int]:
+    """The code points the default font draws."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    path = font_manager.findfont(font_manager.FontProperties(family=DEFAULT_FAMILY))
+    return frozenset(FT2Font(path).get_charmap())
+
+
+@functools.cache
+def cjk_family() -> str | None:
+    """The first installed family of :data:`CJK_FAMILIES`, or None."""
+    from matplotlib import font_manager
+
+    def installed() -> set[str]:
+        return {font.name for font in font_manager.fontManager.ttflist}
+
+    if not installed() & set(CJK_FAMILIES):
+        # matplotlib's font list is cached on first use: a CJK font installed later is added here
+        for path in font_manager.findSystemFonts():
+            if any(key in Path(path).name.lower() for key in _CJK_FILES):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+    family = next((f for f in CJK_FAMILIES if f in installed()), None)
+    if family is not None:  # CJK fonts come in one weight (500): matplotlib logs each substitution
+        logging.getLogger("matplotlib.font_manager").addFilter(_weight_substitution)
+    return family
+
+
+def _weight_substitution(record: logging.LogRecord) -> bool:
+    return "Failed to find font weight" not in record.getMessage()
+
+
+def drawable_labels(labels: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The labels as drawn and the font families to draw them with (see the module doc)."""
+    names = [display_label(label) for label in labels]
+    glyphs = _default_glyphs()
+
+    def drawable(name: str) -> bool:
+        return all(ord(c) in glyphs or c.isspace() for c in name)
+
+    if all(drawable(name) for name in names):
+        return names, [DEFAULT_FAMILY]
+    family = cjk_family()
+    if family is not None:
+        return names, [DEFAULT_FAMILY, family]
+    escaped = [n if drawable(n) else n.encode("ascii", "backslashreplace").decode("ascii") for n in names]
+    return escaped, [DEFAULT_FAMILY]
 
 
 def _figure(width: float, height: float) -> Any:
@@ -56,7 +127,7 @@ def plot_confusion_matrix(
     import numpy as np
 
     n = len(labels)
-    names = [display_label(label) for label in labels]
+    names, families = drawable_labels(labels)
     counts = np.asarray(matrix, dtype=float).reshape(n, n)
     totals = counts.sum(axis=1, keepdims=True)
     shares = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)
@@ -69,8 +140,8 @@ def plot_confusion_matrix(
     figure = _figure(side + label_inches + 1.8, side + label_inches + 1.0)
     axes = figure.add_subplot()
     image = axes.imshow(shares, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
-    axes.set_xticks(range(n), names, rotation=90, fontsize=tick_size)
-    axes.set_yticks(range(n), names, fontsize=tick_size)
+    axes.set_xticks(range(n), names, rotation=90, fontsize=tick_size, fontfamily=families)
+    axes.set_yticks(range(n), names, fontsize=tick_size, fontfamily=families)
     axes.set_xlabel(f"predicted {axis_name}")
     axes.set_ylabel(f"true {axis_name}")
     total = int(counts.sum())
@@ -148,6 +219,7 @@ def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
         panels.append(("nothing to plot", []))
     figure = _figure(6.5 * len(panels), 4.8)
     axes_list = figure.subplots(1, len(panels), squeeze=False)[0]
+    _, families = drawable_labels([name for _, lines in panels for name, _ in lines])
     for axes, (title, lines) in zip(axes_list, panels, strict=True):
         for name, values in lines:
             array = np.asarray(values, dtype=float)
@@ -159,7 +231,7 @@ def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
         axes.set_ylim(0.0, 1.02)
         axes.grid(color="#eeeeee")
         if lines:
-            axes.legend(fontsize=8, loc="lower right")
+            axes.legend(loc="lower right", prop={"size": 8, "family": families})
     runs = len(comparison["num_examples"])
     figure.suptitle(f"Pipeline comparison (mean ± std over {runs} run{'s' if runs != 1 else ''})")
     return _save(figure, Path(path))

@@ -175,10 +175,10 @@ def test_the_cli_reports_a_missing_component_in_one_line(
     from nlu_engine.cli.main import main
 
     config = tmp_path / "config.yml"
-    config.write_text("language: zh\npipeline:\n- name: JiebaTokenizer\n- name: DIETClassifier\n")
+    config.write_text("language: en\npipeline:\n- name: MitieTokenizer\n- name: DIETClassifier\n")
     assert main(["train", "--config", str(config), "--data", str(tiny_data_path),
                  "--out", str(tmp_path / "models")]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "Traceback" not in err
-    assert str(config) in err and "JiebaTokenizer is not available" in err and "SpacyTokenizer" in err
+    assert str(config) in err and "MitieTokenizer is not available" in err and "WhitespaceTokenizer" in err
     assert not (tmp_path / "models").exists()

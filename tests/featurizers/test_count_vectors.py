@@ -392,3 +392,33 @@ def test_finetune_needs_a_stored_vocabulary() -> None:
     with pytest.raises(CannotResume, match="no stored vocabulary"):
         CountVectorsFeaturizer().finetune(TrainingData(messages=make_messages()),
                                           CountVectorsFeaturizer(), FinetuneOptions())
+
+
+ZH_TEXTS = [("播放周杰伦的歌", "play"), ("北京天气怎么样？", "weather"), ("打开QQ音乐 放Yesterday", "play")]
+
+
+@pytest.mark.parametrize("analyzer, ngrams", [("char_wb", (1, 3)), ("char", (1, 4)), ("char", (2, 2))])
+def test_character_ngrams_of_unspaced_text_cross_word_boundaries(
+    analyzer: str, ngrams: tuple[int, int]
+) -> None:
+    """With jieba's words, the sentence's character n-grams are those of the text itself: words
+    touching in Chinese are not pulled apart by a space (sklearn on the raw text agrees)."""
+    pytest.importorskip("jieba")
+    from nlu_engine.tokenizers.jieba import JiebaTokenizer
+
+    messages = [Message(text, intent=intent) for text, intent in ZH_TEXTS]
+    tokenizer = JiebaTokenizer()
+    tokenizer.train(TrainingData(messages=[]))
+    tokenizer.process(messages)
+    assert len(messages[0].tokens["text"]) == 4  # 播放 周杰伦 的 歌
+    featurizer = CountVectorsFeaturizer(analyzer=analyzer, min_ngram=ngrams[0], max_ngram=ngrams[1])
+    featurizer.train(TrainingData(messages=messages))
+    featurize(featurizer, messages)
+    # the text as sklearn sees it: the tokens, a space only where the text does not join them
+    docs = ["播放周杰伦的歌", "北京天气怎么样？", "打开 qq 音乐 放 yesterday"]
+    reference = CountVectorizer(analyzer=analyzer, ngram_range=ngrams).fit(docs)
+    assert featurizer.vocabularies_["text"] == reference.vocabulary_
+    assert "伦的" in featurizer.vocabularies_["text"]
+    for message, doc in zip(messages, docs, strict=True):
+        np.testing.assert_array_equal(matrix(message, "sentence"), reference.transform([doc]).toarray())
+        assert matrix(message, "sequence").shape[0] == len(message.tokens["text"])

@@ -23,6 +23,13 @@ vocabulary knows it (Rasa compares the whole token string with the vocabulary, w
 sent known words such as ``don't`` -> ``don``, ``t`` to OOV; we only do so when the token
 would give an all-zero row).
 
+In unspaced scripts (Chinese, Japanese, Thai) a tokenizer's words sit side by side with nothing
+between them. For the ``char`` and ``char_wb`` sentence features, words that touch in the text
+with such characters on both sides are joined without a space before the analysis, as the text
+writes them, so character n-grams cross word boundaries there as they do in the raw text
+(``周杰伦|的|歌`` gives ``伦的`` and ``的歌``; sklearn on ``" ".join(tokens)`` would not).
+Text in spaced scripts has no such neighbours, so its features are unchanged.
+
 The n-gram analysis is done here in plain Python (sklearn's algorithms, re-implemented) with a
 cache of feature ids per distinct token, so repeated words cost one dict lookup.
 """
@@ -63,6 +70,12 @@ SHARED = "shared"
 _NUMBER = re.compile(r"\b[0-9]+\b")
 _WORD = re.compile(r"(?u)\b\w+\b")
 _WHITE_SPACES = re.compile(r"\s\s+")
+# characters of scripts written without spaces between words: CJK punctuation, kana, Han (and
+# its extensions and compatibility forms), full-width forms, Thai, Lao
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uf900-\ufaff\uff00-\uffef\U00020000-\U0003134f]"
+)
 _CACHE_LIMIT = 200_000  # distinct tokens kept per attribute before the cache is reset
 
 _EMPTY_IDS = np.zeros(0, dtype=np.int32)
@@ -220,6 +233,20 @@ class CountVectorsFeaturizer(Featurizer):
         cache = self._processed
         return [cache.get(r) or self._process_token(r) for r in raw]
 
+    def _sentence_tokens(self, tokens: list[Token], processed: list[str]) -> list[str]:
+        """The processed tokens a sentence is analysed from: for the character analyzers,
+        neighbours that touch in unspaced script are joined (see the module doc)."""
+        if self.config.analyzer == "word" or len(tokens) < 2:
+            return processed
+        pieces = [processed[0]]
+        for before, token, text in zip(tokens, tokens[1:], processed[1:], strict=False):
+            touching = before.end == token.start and before.text and token.text
+            if touching and _UNSPACED.match(before.text[-1]) and _UNSPACED.match(token.text[0]):
+                pieces[-1] += text
+            else:
+                pieces.append(text)
+        return pieces
+
     def _preprocess(self, doc: str) -> str:
         """sklearn's preprocessing of a document: lowercase, then strip accents."""
         if self.config.lowercase:
@@ -264,7 +291,7 @@ class CountVectorsFeaturizer(Featurizer):
         documents: dict[str, list[list[str]]] = {}
         for attribute in self._text_attributes():
             documents[attribute] = [
-                self._processed_tokens(m.tokens[attribute])
+                self._sentence_tokens(m.tokens[attribute], self._processed_tokens(m.tokens[attribute]))
                 for m in data.messages
                 if m.tokens.get(attribute)
             ]
@@ -454,13 +481,14 @@ class CountVectorsFeaturizer(Featurizer):
         message.add_features(Features(sequence, "sequence", attribute, origin))
 
         analyzer = self.config.analyzer
-        if analyzer == "char_wb" or (analyzer == "word" and self.config.max_ngram == 1):
+        pieces = self._sentence_tokens(tokens, processed)
+        if (analyzer == "char_wb" and len(pieces) == len(processed)) or (
+            analyzer == "word" and self.config.max_ngram == 1
+        ):
             ids, inverse = np.unique(indices, return_inverse=True)
             counts = np.bincount(inverse, weights=data, minlength=len(ids)).astype(np.float32)
         else:
-            ids, counts = self._ngram_ids(
-                self.vocabularies_[attribute], self._sentence_ngrams(processed)
-            )
+            ids, counts = self._ngram_ids(self.vocabularies_[attribute], self._sentence_ngrams(pieces))
         sentence = scipy.sparse.csr_matrix(
             (counts, ids.astype(np.int32), np.array([0, len(ids)], dtype=np.int32)),
             shape=(1, size),

@@ -25,8 +25,9 @@ sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, co
 
 Features are computed in batches sorted by length, never with TensorFlow at parse time: in
 int8 under ONNX Runtime where the CPU has int8 dot products (``bert_onnx``, chosen once per
-process, nothing to configure), else in float32 NumPy. Only a fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET
-trains, run in TensorFlow's graph, which is faster on large batches. ``precision: bfloat16``
+process, nothing to configure), else in float32 NumPy. Only a fine-tuning's frozen lower
+layers (``encode_inputs``), computed while DIET trains, run in TensorFlow's graph, which is
+faster on large batches. ``precision: bfloat16``
 runs the dense layers' products in bfloat16 (features within about 1e-2 of float32): faster
 on CPUs with AMX/AVX512-BF16, slower on others.
 
@@ -556,6 +557,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 component.adopt(_stored_tuned_weights(directory, meta))
             except ValueError as error:
                 raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
+        parse_encoder(component._encoder())  # the int8 graph, if any, is built now, not at the first parse
         return component
 
 

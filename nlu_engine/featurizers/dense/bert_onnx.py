@@ -203,12 +203,12 @@ class Int8Encoder:
     layers in the quantised graph: one session on one thread for a message or a few, one on
     the process's threads for larger batches (created on first use)."""
 
-    runtime: Runtime = "int8"
-
-    def __init__(self, encoder: BertEncoder) -> None:
+    def __init__(self, encoder: BertEncoder, quantize: bool = True) -> None:
         self.encoder = encoder
         self.config = encoder.config
-        self.graph = quantized_graph(encoder_graph(encoder))
+        graph = encoder_graph(encoder)
+        #: ``quantize=False`` keeps the graph in float32: only to compare runtimes (BENCHMARKS.md)
+        self.graph = quantized_graph(graph) if quantize else graph
         self._sessions: dict[int, Any] = {1: _session(self.graph, 1)}
 
     def __call__(

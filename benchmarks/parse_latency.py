@@ -1,11 +1,15 @@
 """Parse latency of a trained model, measured as `nlu-engine benchmark` measures it, several times.
 
-    .venv/bin/python benchmarks/parse_latency.py -m MODEL.tar.gz --data TEST.md [--runs 3]
+    .venv/bin/python benchmarks/parse_latency.py -m MODEL.tar.gz --data TEST.md [--runs 3] [--scores]
 
 `nlu-engine benchmark` times parsing once, right after training, in the process that trained;
 this script loads a kept archive (`--keep-models`) in a fresh process and times it `--runs` times:
 the first 300 test messages one at a time (p50, p95) and all of them in one `parse_batch` call
 (ms per message). Prints each run and the median of the runs; run it on an otherwise idle machine.
+``--scores`` also scores the whole test set as ``nlu-engine benchmark`` does. The language model's
+runtime (int8 or float32, ``featurizers/dense/bert_onnx.py``) is chosen from the CPU; set
+``NLU_ENGINE_ENCODER=float32`` or ``int8`` to compare both on one archive. "load_s" is
+``Model.load``, which builds the int8 graph.
 """
 
 from __future__ import annotations
@@ -14,13 +18,16 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nlu_engine.assembly.model import Model  # noqa: E402
-from nlu_engine.evaluation.benchmarking import _latencies, cpu_model  # noqa: E402
+from nlu_engine.evaluation import evaluate  # noqa: E402
+from nlu_engine.evaluation.benchmarking import _latencies, cpu_model, headline_scores  # noqa: E402
+from nlu_engine.featurizers.dense.bert_onnx import choose_runtime  # noqa: E402
 from nlu_engine.training_data import load_data  # noqa: E402
 
 
@@ -29,16 +36,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-m", "--model", required=True, help="a model archive")
     parser.add_argument("--data", required=True, help="test data whose texts are parsed")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scores", action="store_true", help="also score the test set")
     args = parser.parse_args(argv)
+    start = time.perf_counter()
     model = Model.load(args.model)
-    texts = [m.text for m in load_data(args.data).messages]
+    load_s = round(time.perf_counter() - start, 2)
+    test = load_data(args.data)
+    texts = [m.text for m in test.messages]
+    scores = {}
+    if args.scores:
+        summary = evaluate(test.messages, model.parse_batch(texts)).summary()
+        scores = {k: round(100 * v, 2) for k, v in headline_scores(summary).items()}
     model.parse_batch(texts[:64])  # warm-up: first-call costs are not parse latency
     runs = []
     for i in range(args.runs):
         runs.append(_latencies(model, texts))
         print(f"run {i + 1}: {json.dumps(runs[-1])}")
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    print(json.dumps({"model": args.model, "cpu": cpu_model(), "runs": args.runs, "median": median}))
+    print(json.dumps({"model": args.model, "cpu": cpu_model(), "encoder": choose_runtime(),
+                      "load_s": load_s, "runs": args.runs, "median": median, "scores": scores}))
     return 0
 
 

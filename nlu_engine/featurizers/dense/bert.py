@@ -308,12 +308,17 @@ class BertEncoder:
         return self._tf_calls[stop](ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
 
     # --- NumPy (float32) ----------------------------------------------------------------------
+    def embed(self, ids: np.ndarray) -> np.ndarray:
+        """int (B, T) -> float32 (B, T, H): the embeddings' output, the first layer's input."""
+        length = ids.shape[1]
+        x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]
+        return layer_norm(x, *self.emb_ln, self.config.layer_norm_eps).astype(np.float32, copy=False)
+
     def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray, stop: int) -> np.ndarray:
         cfg = self.config
         eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
         batch, length = ids.shape
-        x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]  # (B, T, H)
-        x = layer_norm(x, *self.emb_ln, eps).reshape(-1, hidden)  # (B*T, H)
+        x = self.embed(ids).reshape(-1, hidden)  # (B*T, H)
         bias = mask_bias(mask)  # (B, 1, 1, T)
         for layer in self.layers[:stop]:
             qkv = _dense(x, layer["qkv_w"], layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)

@@ -23,9 +23,11 @@ A message longer than the model's limit (``max_sequence_length``, by default the
 sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, counting
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
-Features are computed in NumPy, in batches sorted by length: parsing never imports
-TensorFlow. Only a fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET
-trains, run in TensorFlow's graph, which is faster on large batches. ``precision: bfloat16``
+Features are computed in batches sorted by length, never with TensorFlow at parse time: in
+int8 under ONNX Runtime where the CPU has int8 dot products (``bert_onnx``, chosen once per
+process, nothing to configure), else in float32 NumPy. Only a fine-tuning's frozen lower
+layers (``encode_inputs``), computed while DIET trains, run in TensorFlow's graph, which is
+faster on large batches. ``precision: bfloat16``
 runs the dense layers' products in bfloat16 (features within about 1e-2 of float32): faster
 on CPUs with AMX/AVX512-BF16, slower on others.
 
@@ -71,6 +73,7 @@ from nlu_engine.featurizers.dense.bert import (
     model_files_present,
     weights_checksum,
 )
+from nlu_engine.featurizers.dense.bert_onnx import Int8Encoder, parse_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -372,7 +375,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         return rows, spans
 
     def _states(
-        self, encoder: BertEncoder, rows: list[list[int]], stop: int | None = None,
+        self, encoder: BertEncoder | Int8Encoder, rows: list[list[int]], stop: int | None = None,
         tensorflow: bool = False,
     ) -> Iterator[tuple[int, np.ndarray]]:
         """(index, hidden states (len, H)) of every row, encoded in batches sorted by length;
@@ -398,7 +401,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         normalize = self._normalize()
         hidden = self._model().config.hidden_size
         results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
-        for i, state in self._states(self._encoder(), rows):
+        for i, state in self._states(parse_encoder(self._encoder()), rows):
             sequence = np.zeros((len(spans[i]), hidden), dtype=np.float32)
             for w, (s, e) in enumerate(spans[i]):
                 if e > s:
@@ -554,6 +557,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 component.adopt(_stored_tuned_weights(directory, meta))
             except ValueError as error:
                 raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
+        parse_encoder(component._encoder())  # the int8 graph, if any, is built now, not at the first parse
         return component
 
 

@@ -31,10 +31,11 @@ def synthetic(seed: int, per_intent: int) -> TrainingData:
     rng = random.Random(seed)
     messages = []
     for intent, words in TOPICS.items():
-        for _ in range(per_intent):
+        texts: set[str] = set()  # distinct: loading drops exact duplicates, as Rasa does
+        while len(texts) < per_intent:
             frame = rng.choice(FRAMES)
-            messages.append(Message(text=frame.format(*rng.sample(words, frame.count("{}"))),
-                                    intent=intent))
+            texts.add(frame.format(*rng.sample(words, frame.count("{}"))))
+        messages += [Message(text=text, intent=intent) for text in sorted(texts)]
     return TrainingData(messages=messages)
 
 

@@ -177,6 +177,7 @@ def headline_scores(summary: dict[str, Any]) -> dict[str, float]:
         scores["intent_macro_f1"] = summary["intent"]["macro_f1"]
     if summary.get("confidence"):
         scores["intent_ece"] = summary["confidence"]["ece"]
+        scores["intent_ece_floor"] = summary["confidence"].get("ece_floor")
     entities = summary.get("entities") or {}
     name = "DIETClassifier" if "DIETClassifier" in entities else next(iter(sorted(entities)), None)
     if name:
@@ -207,6 +208,7 @@ COLUMNS = [
     ("train_wall_s", "train s"), ("s_per_epoch", "s/epoch"), ("peak_memory_mb", "peak MB"),
     ("archive_mb", "archive MB"), ("intent_accuracy", "intent acc"),
     ("intent_macro_f1", "intent macro F1"), ("intent_ece", "intent ECE"),
+    ("intent_ece_floor", "ECE if calibrated"),
     ("entity_exact_f1", "entity exact F1"), ("entity_overlap_f1", "entity overlap F1"),
     ("parse_p50_ms", "parse p50 ms"), ("parse_p95_ms", "parse p95 ms"),
     ("batched_ms_per_message", "batched ms/msg"),

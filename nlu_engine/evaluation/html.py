@@ -266,6 +266,9 @@ def _fallback_table(intent: Mapping[str, Any]) -> str:
 def _confidence_table(confidence: Mapping[str, Any]) -> str:
     """Calibration and, with out-of-scope test messages, how many the fallback catches."""
     rows = [("expected calibration error (15 bins)", confidence["ece"]),
+            ("the same for calibrated confidences, on this many messages (median)",
+             confidence.get("ece_floor", 0.0)),
+            ("p-value: ECE this high if calibrated", confidence.get("ece_p_value", 1.0)),
             ("largest bin gap", confidence["max_calibration_gap"]),
             ("mean confidence (in scope)", confidence["mean_confidence"]),
             ("accuracy (in scope, fallback undone)", confidence["accuracy"]),

@@ -238,9 +238,10 @@ def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def plot_reliability(bins: Sequence[Mapping[str, float]], ece: float, path: str | Path,
-                     title: str = "Intent confidence: reliability") -> Path:
+                     title: str = "Intent confidence: reliability", ece_floor: float | None = None) -> Path:
     """Accuracy against mean confidence per bin (bars; the diagonal is perfect calibration),
-    with each bin's share of the messages beneath."""
+    with each bin's share of the messages beneath; ``ece_floor``: what calibrated confidences
+    would measure on as many messages, named in the title."""
     figure = _figure(6.5, 6.5)
     top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     lows = [b["low"] for b in bins]
@@ -253,7 +254,8 @@ def plot_reliability(bins: Sequence[Mapping[str, float]], ece: float, path: str 
     top.plot([0, 1], [0, 1], color="#495057", linestyle="--", linewidth=1, label="calibrated")
     top.set_ylim(0, 1)
     top.set_ylabel("accuracy")
-    top.set_title(f"{title} (ECE {ece:.3f})", fontsize=11)
+    floor = f"; {ece_floor:.3f} if calibrated" if ece_floor is not None else ""
+    top.set_title(f"{title} (ECE {ece:.3f}{floor})", fontsize=11)
     top.legend(loc="upper left", fontsize=8)
     total = sum(b["count"] for b in bins) or 1
     bottom.bar(lows, [b["count"] / total for b in bins], width=widths, align="edge", color="#868e96",

@@ -167,8 +167,14 @@ def _write_labelled(
 
 
 def _confidence_lines(confidence: Mapping[str, Any]) -> list[str]:
+    floor = ""
+    if "ece_floor" in confidence:
+        verdict = ("miscalibrated beyond chance" if confidence["ece_p_value"] < 0.05
+                   else "within what calibrated confidences show on this many messages")
+        floor = (f"; calibrated confidences would measure {confidence['ece_floor']:.4f} here "
+                 f"(p {confidence['ece_p_value']:.2f}: {verdict})")
     lines = [f"Confidence: expected calibration error {confidence['ece']:.4f} (largest bin gap "
-             f"{confidence['max_calibration_gap']:.3f}), mean {confidence['mean_confidence']:.4f} for "
+             f"{confidence['max_calibration_gap']:.3f}{floor}), mean {confidence['mean_confidence']:.4f} for "
              f"an accuracy of {confidence['accuracy']:.4f}; a fallback threshold up to "
              f"{confidence['suggested_threshold']:.2f} keeps in-scope accuracy within 1 point"]
     if confidence.get("calibrated") is False:
@@ -190,7 +196,8 @@ def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
     confidence = evaluation.confidence
     if confidence is not None and confidence.bins:
         images.append(("Intent confidence: reliability", plots.plot_reliability(
-            confidence.bins, confidence.ece, folder / "intent_reliability.png")))
+            confidence.bins, confidence.ece, folder / "intent_reliability.png",
+            ece_floor=confidence.ece_floor)))
         images.append(("Fallback threshold sweep", plots.plot_threshold_sweep(
             confidence.sweep, confidence.suggested_threshold, folder / "fallback_sweep.png",
             with_out_of_scope=bool(confidence.num_out_of_scope))))

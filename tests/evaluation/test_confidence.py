@@ -10,8 +10,8 @@ import pytest
 
 from nlu_engine.contract.message import Message
 from nlu_engine.evaluation import evaluate
-from nlu_engine.evaluation.confidence import auroc, evaluate_confidence, suggested_threshold
-from nlu_engine.evaluation.reports import write_reports
+from nlu_engine.evaluation.confidence import auroc, ece_noise_floor, evaluate_confidence, suggested_threshold
+from nlu_engine.evaluation.reports import format_summary, write_reports
 
 
 def parsed(name: str, confidence: float, fallback: float | None = None) -> dict[str, Any]:
@@ -50,6 +50,26 @@ def test_the_sweep_suggests_the_largest_threshold_within_one_point() -> None:
     assert scores.accuracy == pytest.approx(0.99) and not scores.out_of_scope
 
 
+def test_the_ece_noise_floor_tells_calibrated_confidences_from_overconfident_ones() -> None:
+    import numpy as np
+
+    from nlu_engine.classifiers.calibration import expected_calibration_error
+
+    rng = np.random.default_rng(7)
+    confidences = rng.uniform(0.3, 1.0, 600)
+    calibrated = rng.random(600) < confidences  # right as often as they say
+    overconfident = rng.random(600) < confidences - 0.15
+    for correct, real in ((calibrated, False), (overconfident, True)):
+        ece = expected_calibration_error(confidences, correct)[0]
+        floor, p_value = ece_noise_floor(confidences, ece)
+        assert 0.0 < floor < 0.06  # a calibrated model shows an ECE above 0 on 600 messages
+        assert (p_value < 0.05) is real, (ece, floor, p_value)
+    # more messages, a lower floor; the same inputs, the same answer (seeded)
+    assert ece_noise_floor(np.repeat(confidences, 10), 0.0)[0] < ece_noise_floor(confidences, 0.0)[0]
+    assert ece_noise_floor(confidences, 0.03) == ece_noise_floor(confidences, 0.03)
+    assert ece_noise_floor(np.zeros(0), 0.1) == (0.0, 1.0)
+
+
 def test_auroc_of_separated_and_identical_scores() -> None:
     import numpy as np
 
@@ -65,6 +85,8 @@ def test_reports_carry_calibration_and_a_notice_without_out_of_scope_data(tmp_pa
     confidence = json.loads((tmp_path / "summary.json").read_text())["confidence"]
     assert confidence["ece"] == pytest.approx(summary["confidence"]["ece"])
     assert confidence["ece"] == pytest.approx(0.8 * 0.1 + 0.2 * 0.4)  # all right: gaps 0.1 and 0.4
+    assert 0.0 < confidence["ece_floor"] < confidence["ece"] and confidence["ece_p_value"] < 0.05
+    assert "miscalibrated beyond chance" in format_summary(summary)
     assert any("no examples of the out-of-scope intent 'out_of_scope'" in n for n in summary["notices"])
     assert "Confidence" in (tmp_path / "index.html").read_text()
 

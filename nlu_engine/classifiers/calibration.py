@@ -165,16 +165,21 @@ class InScope:
         return model
 
     def __post_init__(self) -> None:
-        self._projected_means = self.means @ self.precision  # [N, D]: mu P, once
-        self._centres = np.einsum("nd,nd->n", self._projected_means, self.means)  # [N]: mu P mu
+        # P = L L^T once, so that a message costs one product with [D, D + N]:
+        # (x - mu) P (x - mu) = |x L|^2 - 2 (x L).(mu L) + |mu L|^2, with x [L | L mu'] in one go
+        factor = np.linalg.cholesky(self.precision)  # [D, D]
+        projected_means = self.means @ factor  # [N, D]: mu L
+        self._product = np.concatenate([factor, factor @ projected_means.T], axis=1)  # [D, D + N]
+        self._centres = (projected_means**2).sum(axis=1)  # [N]: mu P mu
+        self._dimension = len(factor)
 
     def distances(self, vectors: np.ndarray) -> np.ndarray:
         """Squared Mahalanobis distance [B] of each vector [B, D] to its nearest class mean:
         x P x - 2 x P mu + mu P mu, minimised over the N means."""
-        x = vectors.astype(np.float64)
-        own = np.einsum("bd,bd->b", x @ self.precision, x)  # [B]
-        cross = x @ self._projected_means.T  # [B, N]
-        return np.maximum(own[:, None] - 2 * cross + self._centres[None, :], 0.0).min(axis=1)
+        product = vectors.astype(np.float64) @ self._product  # [B, D + N]
+        projected, cross = product[:, : self._dimension], product[:, self._dimension:]
+        own = (projected * projected).sum(axis=1)  # [B]: x P x
+        return np.maximum(own[:, None] - 2 * cross + self._centres, 0.0).min(axis=1)
 
     def p_values(self, vectors: np.ndarray) -> np.ndarray:
         """The share of held-out examples at least as far out as each message [B] (conformal)."""

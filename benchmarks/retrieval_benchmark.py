@@ -36,6 +36,14 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "retrieval"
 RASA = ROOT.parent / "shared" / "tools" / "rasa-reference"
+RASA_PARSE = """
+import asyncio, json, sys
+from rasa.core.agent import Agent
+agent = Agent.load(sys.argv[1])
+for line in sys.stdin:
+    if line.strip():
+        print(json.dumps(asyncio.run(agent.parse_message(line.strip()))), flush=True)
+"""
 
 
 def split(seed: int, folder: Path) -> tuple[Path, list[dict[str, Any]]]:
@@ -80,8 +88,13 @@ def rasa(config: Path, train: Path, texts: list[str], out: Path) -> tuple[float,
     workdir.mkdir(parents=True)
     wall = run([str(RASA), "train", str(rasa_config), str(train), str(out / "rasa")], workdir)
     model = sorted((out / "rasa" / "models").glob("*.tar.gz"))[-1]
-    parsed = subprocess.run([str(RASA), "parse", str(model)], input="\n".join(texts) + "\n",
-                            capture_output=True, text=True, check=True, cwd=workdir)
+    # ``rasa-reference parse`` feeds its script to Python on stdin, so messages piped to it never
+    # reach the script: run the same lines with the reference's own Python, the messages on stdin
+    venv = Path(os.environ.get("RASA_VENV") or Path(os.environ.get("TMPDIR", "/tmp")) / "rasa-ref")
+    parsed = subprocess.run([str(venv / "bin" / "python"), "-c", RASA_PARSE, str(model)],
+                            input="\n".join(texts) + "\n", capture_output=True, text=True, check=True,
+                            cwd=workdir, env={**os.environ, "RASA_TELEMETRY_ENABLED": "false",
+                                              "TF_CPP_MIN_LOG_LEVEL": "2"})
     results = [json.loads(line) for line in parsed.stdout.splitlines() if line.startswith("{")]
     if len(results) != len(texts):
         raise SystemExit(f"rasa-reference parse gave {len(results)} results for {len(texts)} texts")

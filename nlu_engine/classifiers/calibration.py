@@ -143,6 +143,9 @@ class InScope:
     precision: np.ndarray
     reference: np.ndarray
     alpha: float = DEFAULT_ALPHA
+    #: the median distance of the training examples themselves (what a retrained network's
+    #: reference is rescaled by, ``refit_in_scope``); 0 when unknown
+    train_median: float = 0.0
 
     @classmethod
     def fit(
@@ -162,6 +165,7 @@ class InScope:
         model = cls(means=means[classes], precision=np.linalg.inv(covariance),
                     reference=np.zeros(0), alpha=alpha)
         model.reference = np.sort(model.distances(held_vectors))
+        model.train_median = float(np.median(model.distances(vectors)))
         return model
 
     def __post_init__(self) -> None:
@@ -367,11 +371,7 @@ def fit_calibration(
     notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
     in_scope = None
     if held_vectors is not None:
-        in_train = [m for m in train if label_of(m) in index and label_of(m) != out_of_scope]
-        if len(in_train) > MAX_REFERENCE_EXAMPLES:
-            rng = np.random.default_rng(seed)
-            picked = np.sort(rng.choice(len(in_train), MAX_REFERENCE_EXAMPLES, replace=False))
-            in_train = [in_train[i] for i in picked]
+        in_train = _in_scope_examples(train, index, label_of, out_of_scope, seed)
         _, train_vectors = predict(in_train)
         if train_vectors is not None and in_train:
             labels = np.array([index[label_of(m) or ""] for m in in_train])
@@ -379,3 +379,48 @@ def fit_calibration(
             in_scope = InScope.fit(train_vectors, labels, held_vectors[in_held])
     return Calibration(temperature=temperature, top_slope=slope, top_bias=bias, in_scope=in_scope,
                        examples=len(held), notes=notes)
+
+
+def refit_in_scope(
+    fitted: Calibration,
+    predict: Predict,
+    names: list[str],
+    examples: list[Message],
+    label_of: Callable[[Message], str | None],
+    out_of_scope: str | None = None,
+    seed: int | None = 42,
+) -> Calibration:
+    """``fitted`` for a network trained again on every example (``examples``, the held-out ones
+    among them). The temperature and the top label's scaling carry over. The in-scope score's
+    class means and covariance are fitted anew on the new network's vectors. No example is held
+    out from it any more, so the reference distances are the first network's, rescaled by how
+    far the training examples themselves lie in each network (the ratio of their medians)."""
+    old = fitted.in_scope
+    if old is None or old.train_median <= 0:
+        return fitted
+    index = {name: i for i, name in enumerate(names)}
+    in_train = _in_scope_examples(examples, index, label_of, out_of_scope, seed)
+    _, vectors = predict(in_train)
+    if vectors is None or not in_train:
+        return fitted
+    labels = np.array([index[label_of(m) or ""] for m in in_train])
+    new = InScope.fit(vectors, labels, vectors[:0], alpha=old.alpha)
+    scale = new.train_median / old.train_median
+    new.reference = old.reference * scale
+    notes = {**fitted.notes, "refit_on_all_examples": True, "reference_scale": scale}
+    return Calibration(temperature=fitted.temperature, top_slope=fitted.top_slope,
+                       top_bias=fitted.top_bias, in_scope=new, examples=fitted.examples, notes=notes)
+
+
+def _in_scope_examples(
+    examples: list[Message], index: dict[str, int], label_of: Callable[[Message], str | None],
+    out_of_scope: str | None, seed: int | None,
+) -> list[Message]:
+    """The examples whose vectors fit the in-scope score: those of a known intent other than the
+    out-of-scope one, a seeded sample of at most ``MAX_REFERENCE_EXAMPLES``."""
+    chosen = [m for m in examples if label_of(m) in index and label_of(m) != out_of_scope]
+    if len(chosen) > MAX_REFERENCE_EXAMPLES:
+        rng = np.random.default_rng(seed)
+        picked = np.sort(rng.choice(len(chosen), MAX_REFERENCE_EXAMPLES, replace=False))
+        chosen = [chosen[i] for i in picked]
+    return chosen

@@ -150,3 +150,30 @@ def test_the_top_labels_platt_scaling_keeps_every_ranking(slope: float, bias: fl
     assert (scaled.sum(1) <= 1 + 1e-9).all()
     grew = scaled.max(1) >= probabilities.max(1)  # there the others share the rest exactly
     np.testing.assert_allclose(scaled[grew].sum(1), 1.0, atol=1e-9)
+
+
+def test_a_refit_keeps_the_temperature_and_rescales_the_reference() -> None:
+    from nlu_engine.contract.message import Message
+
+    rng = np.random.default_rng(3)
+    names = ["a", "b"]
+    examples = [Message(text=f"{name} {i}", intent=name) for name in names for i in range(60)]
+    first = rng.normal(size=(120, 4)) + np.repeat([[0, 0, 0, 0], [3, 0, 0, 0]], 60, axis=0)
+    labels = np.repeat([0, 1], 60)
+    in_scope = InScope.fit(first, labels, rng.normal(size=(30, 4)) * 1.5)
+    fitted = Calibration(temperature=1.7, top_slope=1.2, top_bias=-0.2, in_scope=in_scope, examples=30)
+    second = first * 2.0 + 1.0  # the retrained network's vectors for the same examples
+
+    def predict(messages: list[Message]) -> tuple[np.ndarray, np.ndarray]:
+        rows = [examples.index(m) for m in messages]
+        return np.full((len(rows), 2), 0.5), second[rows]
+
+    refit = calibration.refit_in_scope(fitted, predict, names, examples, lambda m: m.intent)
+    assert (refit.temperature, refit.top_slope, refit.top_bias, refit.examples) == (1.7, 1.2, -0.2, 30)
+    assert np.allclose(refit.in_scope.means[0], first[:60].mean(0) * 2 + 1)
+    scale = refit.notes["reference_scale"]
+    assert scale == pytest.approx(refit.in_scope.train_median / in_scope.train_median)
+    assert refit.in_scope.reference == pytest.approx(in_scope.reference * scale)
+    # an uncalibrated or vector-less calibration is left as it was
+    untouched = calibration.refit_in_scope(Calibration(), predict, names, examples, lambda m: m.intent)
+    assert untouched.examples == 0

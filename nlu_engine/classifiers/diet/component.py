@@ -84,6 +84,10 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         learning_rate: float = param(0.001, low=0)
         learning_rate_schedule: Literal["constant", "linear_decay"] = "linear_decay"
         random_seed: int | None = 42
+        #: with fewer training examples than this, the network trains once more on all of them
+        #: after the calibration is fitted on the held-out share (small data loses most by
+        #: holding examples out, and pays least for a second training); 0: never
+        calibration_refit_below: int = param(2000, low=0)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -359,6 +363,28 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         examples, held = self._hold_out_for_calibration(examples)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
+        self._train_network(examples, previous, options)
+        self._calibrate(examples, held)
+        if held and self._refits(len(examples) + len(held), previous):
+            # small data: what the held-out share costs in accuracy is most, and a second
+            # training least; the network learns from every example, the calibration stays
+            everything = examples + held
+            self._train_network(everything, None, None)
+            self.calibration_ = calibration.refit_in_scope(
+                self.calibration_, self._calibration_predict, self.intents_, everything,
+                self.label_of, self.out_of_scope_intent_, self.config.random_seed)
+
+    def _refits(self, examples: int, previous: DIETClassifier | None) -> bool:
+        """Whether the network trains again on every example once the calibration is fitted:
+        with fewer than ``calibration_refit_below`` examples, when it neither resumes a stored
+        model nor fine-tunes a language model (whose tuned weights the first training changed)."""
+        return (examples < self.config.calibration_refit_below and previous is None
+                and not self.trainable_encoders)
+
+    def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
+                       options: FinetuneOptions | None) -> None:
+        """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
+        NumPy prediction."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         import_tensorflow()  # before anything imports it: the package's TensorFlow settings
@@ -401,7 +427,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.label_features_ = label_features
         self.example_hashes_ = hashes
         self._build_predict()
-        self._calibrate(examples, held)
 
     # --- calibration (``classifiers/calibration.py``) ------------------------------------------
     def _hold_out_for_calibration(self, examples: list[Message]) -> tuple[list[Message], list[Message]]:

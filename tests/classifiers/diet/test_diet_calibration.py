@@ -115,3 +115,20 @@ def test_an_out_of_scope_intent_named_but_missing_is_one_error(tmp_path: Path) -
     config = load_config(CONFIG, ["DIETClassifier.out_of_scope_intent=nonsense", "DIETClassifier.epochs=1"])
     with pytest.raises(ConfigError, match="out_of_scope_intent 'nonsense' is not an intent"):
         Pipeline.build(config).train(synthetic(2, 40), log=None)
+
+
+def test_small_data_trains_the_network_again_on_every_example(trained) -> None:
+    diet = trained[0].components[-1]
+    # 200 examples, below calibration_refit_below (2000): the held-out 20 were trained on too
+    assert len(diet.example_hashes_) == 200
+    notes = diet.calibration_.notes
+    assert notes["refit_on_all_examples"] is True and notes["reference_scale"] > 0
+    assert diet.calibration_.examples == 20  # fitted on the held-out share before the refit
+
+
+def test_without_the_refit_the_held_out_share_is_never_trained_on() -> None:
+    config = load_config(CONFIG, ["DIETClassifier.calibration_refit_below=0", "DIETClassifier.epochs=1"])
+    pipeline = Pipeline.build(config)
+    pipeline.train(synthetic(3, 40), log=None)
+    diet = pipeline.components[-1]
+    assert len(diet.example_hashes_) == 180 and "refit_on_all_examples" not in diet.calibration_.notes

@@ -739,7 +739,7 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
 
 
 #: parameters every intent classifier gained after 0.1.0 (calibration), at the front of its config
-ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent")
+ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:
@@ -748,7 +748,10 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
     stored = manifest_of(OLD_ARCHIVE / "model.tar.gz")["pipeline"]
     resolved = load_config(OLD_ARCHIVE / "config.yml").as_dict()["pipeline"]
     added = [{k: v for k, v in spec.items() if k in ADDED_SINCE_0_1_0} for spec in resolved]
-    assert {json.dumps(a) for a in added if a} == {'{"calibration": true, "calibration_share": 0.1, '
-                                                  '"out_of_scope_intent": null}'}
+    common = '"calibration": true, "calibration_share": 0.1, "out_of_scope_intent": null'
+    # DIET (and so ResponseSelector) also gained calibration_refit_below
+    assert {json.dumps(a) for a in added if a} <= {f"{{{common}}}",
+                                                  f'{{{common}, "calibration_refit_below": 2000}}'}
+    assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -19,7 +18,7 @@ import numpy as np
 
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.diet import weight_names
-from nlu_engine.classifiers.diet.encoders import with_tuned_features
+from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
 from nlu_engine.classifiers.diet.quantize import dequantize_rows, half_precision, quantize_rows
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
 from nlu_engine.classifiers.diet.spec import NetworkParams, TrainingOptions, TrainingSpec, Vocabularies
@@ -51,8 +50,6 @@ WEIGHTS_FILE = "weights.npz"
 EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
 #: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
 WEIGHTS_FORMAT = 2
-#: the vector the in-scope score reads: the transformer's output at the sentence position [U]
-IN_SCOPE_VECTOR = "sentence"
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
@@ -60,7 +57,7 @@ INT8, SCALE = ":int8", ":scale"
 logger = logging.getLogger(__name__)
 
 
-class DIETClassifier(IntentClassifier, EntityExtractor):
+class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
     Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
@@ -364,22 +361,7 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         self._train_network(examples, previous, options)
-        self._calibrate(examples, held)
-        if held and self._refits(len(examples) + len(held), previous):
-            # small data: what the held-out share costs in accuracy is most, and a second
-            # training least; the network learns from every example, the calibration stays
-            everything = examples + held
-            self._train_network(everything, None, None)
-            self.calibration_ = calibration.refit_in_scope(
-                self.calibration_, self._calibration_predict, self.intents_, everything,
-                self.label_of, self.out_of_scope_intent_, self.config.random_seed)
-
-    def _refits(self, examples: int, previous: DIETClassifier | None) -> bool:
-        """Whether the network trains again on every example once the calibration is fitted:
-        with fewer than ``calibration_refit_below`` examples, when it neither resumes a stored
-        model nor fine-tunes a language model (whose tuned weights the first training changed)."""
-        return (examples < self.config.calibration_refit_below and previous is None
-                and not self.trainable_encoders)
+        self._calibrate(examples, held, previous)
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
                        options: FinetuneOptions | None) -> None:
@@ -427,31 +409,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
         self.label_features_ = label_features
         self.example_hashes_ = hashes
         self._build_predict()
-
-    # --- calibration (``classifiers/calibration.py``) ------------------------------------------
-    def _hold_out_for_calibration(self, examples: list[Message]) -> tuple[list[Message], list[Message]]:
-        """(the examples the network trains on, those held out to calibrate it)."""
-        self.out_of_scope_intent_ = None
-        if not self.config.intent_classification or len(self.intents_) < 2:
-            return examples, []
-        self.out_of_scope_intent_ = calibration.out_of_scope_intent(
-            self.config.out_of_scope_intent, self.intents_, self.component_name())
-        train, held = calibration.holdout([self.label_of(m) for m in examples], self.config.calibration,
-                                          self.config.calibration_share, self.config.random_seed,
-                                          self.component_name())
-        return [examples[i] for i in train], [examples[i] for i in held]
-
-    def _calibrate(self, train: list[Message], held: list[Message]) -> None:
-        self.calibration_ = calibration.fit_calibration(self._calibration_predict, self.intents_, train, held,
-                                                        self.label_of, self.out_of_scope_intent_,
-                                                        self.config.random_seed)
-
-    def _calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
-        """Raw intent probabilities [B, N] and in-scope vectors [B, U] of training messages,
-        their fine-tuned encoders' features computed anew with the tuned weights."""
-        results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))
-        vectors = np.stack([r[IN_SCOPE_VECTOR] for r in results]) if self.in_scope_score else None
-        return np.stack([r["intent"] for r in results]), vectors
 
     def _seed(self) -> None:
         import keras
@@ -517,14 +474,6 @@ class DIETClassifier(IntentClassifier, EntityExtractor):
                 write_intent(message, self.intents_, np.ones(1), self.config.ranking_length)
             if "tags_entity" in result:
                 message.entities.extend(self._entities(message, result))
-
-    def _calibrated(self, probabilities: list[np.ndarray], vectors: list[np.ndarray]) -> Iterator[np.ndarray]:
-        """Each message's calibrated intent confidences, in order; the bot's own out-of-scope
-        intent is not discounted for being out of scope."""
-        if not probabilities:
-            return iter(())
-        own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
-        return iter(self.calibration_.apply(np.stack(probabilities), np.stack(vectors), exempt=own))
 
     def _entities(self, message: Message, result: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         tokens = message.tokens[TEXT]

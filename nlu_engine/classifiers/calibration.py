@@ -6,9 +6,10 @@ Once the classifier has learned from the rest, its scores for the held-out examp
 * **Temperature** ``T`` (Guo et al. 2017): the confidences become ``softmax(log p / T)``, with
   ``T`` chosen to minimise the negative log-likelihood of the held-out intents. Then the top
   intent's confidence ``c`` becomes ``sigmoid(a * logit(c) + b)`` (Platt scaling of the top label,
-  fitted on whether the held-out predictions were right; the other intents share what is left in
-  proportion). Neither changes the ranking, so accuracy is unchanged; together they make a
-  confidence of 0.8 right about 8 times in 10.
+  fitted on whether the held-out predictions were right, when at least 200 were held out and 20
+  of them were wrong; the other intents share what is left in proportion). Neither changes the
+  ranking, so accuracy is unchanged; together they make a confidence of 0.8 right about 8 times
+  in 10.
 * **An in-scope score**: the Mahalanobis distance of the message's sentence vector to the nearest
   intent's training examples (class means, one shared covariance; Lee et al. 2018). The held-out
   examples' distances are the reference of what in-scope looks like. A message farther out than
@@ -57,6 +58,9 @@ MAX_HELD_OUT = 500
 MIN_HELD_OUT = 20
 #: fewer held-out examples than this fit the temperature only, not the top label's Platt scaling
 MIN_HELD_OUT_FOR_PLATT = 200
+#: nor do fewer wrong predictions among them than this: a sigmoid fitted to a handful of errors
+#: (a classifier 98 % right on 500 held-out examples) says more about them than about the model
+MIN_ERRORS_FOR_PLATT = 20
 #: the training examples whose vectors fit the in-scope score, at most
 MAX_REFERENCE_EXAMPLES = 4000
 #: the intent Rasa bots use for out-of-scope examples
@@ -365,7 +369,7 @@ def fit_calibration(
     temperature = fit_temperature(np.log(np.maximum(probabilities, 1e-300)), targets)
     correct = probabilities.argmax(1) == targets
     slope, bias = 1.0, 0.0
-    if len(held) >= MIN_HELD_OUT_FOR_PLATT:
+    if len(held) >= MIN_HELD_OUT_FOR_PLATT and int((~correct).sum()) >= MIN_ERRORS_FOR_PLATT:
         tempered = _softmax(np.log(np.maximum(probabilities, 1e-300)) / temperature)
         slope, bias = fit_top_label(tempered.max(axis=1), correct)
     notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}

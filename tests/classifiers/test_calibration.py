@@ -177,3 +177,21 @@ def test_a_refit_keeps_the_temperature_and_rescales_the_reference() -> None:
     # an uncalibrated or vector-less calibration is left as it was
     untouched = calibration.refit_in_scope(Calibration(), predict, names, examples, lambda m: m.intent)
     assert untouched.examples == 0
+
+
+@pytest.mark.parametrize("wrong, platt", [(5, False), (60, True)])
+def test_the_top_label_scaling_needs_enough_held_out_errors(wrong: int, platt: bool) -> None:
+    from nlu_engine.contract.message import Message
+
+    rng = np.random.default_rng(5)
+    held = [Message(text=str(i), intent="a" if i % 2 else "b") for i in range(300)]
+    targets = np.array([0 if m.intent == "a" else 1 for m in held])
+    predicted = targets.copy()
+    predicted[:wrong] = 1 - predicted[:wrong]  # the first ``wrong`` predictions are wrong
+    top = rng.uniform(0.9, 0.999, len(held))  # over-confident on the wrong ones too
+    probabilities = np.where(np.arange(2)[None, :] == predicted[:, None], top[:, None], 1 - top[:, None])
+
+    fitted = calibration.fit_calibration(lambda messages: (probabilities, None), ["a", "b"], [], held,
+                                         lambda m: m.intent)
+    assert fitted.examples == 300
+    assert ((fitted.top_slope, fitted.top_bias) != (1.0, 0.0)) is platt

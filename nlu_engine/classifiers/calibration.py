@@ -375,12 +375,8 @@ def fit_calibration(
     notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
     in_scope = None
     if held_vectors is not None:
-        in_train = _in_scope_examples(train, index, label_of, out_of_scope, seed)
-        _, train_vectors = predict(in_train)
-        if train_vectors is not None and in_train:
-            labels = np.array([index[label_of(m) or ""] for m in in_train])
-            in_held = np.array([label_of(m) != out_of_scope for m in held])
-            in_scope = InScope.fit(train_vectors, labels, held_vectors[in_held])
+        in_held = np.array([label_of(m) != out_of_scope for m in held])
+        in_scope = _fit_in_scope(predict, train, index, label_of, out_of_scope, seed, held_vectors[in_held])
     return Calibration(temperature=temperature, top_slope=slope, top_bias=bias, in_scope=in_scope,
                        examples=len(held), notes=notes)
 
@@ -403,12 +399,9 @@ def refit_in_scope(
     if old is None or old.train_median <= 0:
         return fitted
     index = {name: i for i, name in enumerate(names)}
-    in_train = _in_scope_examples(examples, index, label_of, out_of_scope, seed)
-    _, vectors = predict(in_train)
-    if vectors is None or not in_train:
+    new = _fit_in_scope(predict, examples, index, label_of, out_of_scope, seed, None, old.alpha)
+    if new is None:
         return fitted
-    labels = np.array([index[label_of(m) or ""] for m in in_train])
-    new = InScope.fit(vectors, labels, vectors[:0], alpha=old.alpha)
     scale = new.train_median / old.train_median
     new.reference = old.reference * scale
     notes = {**fitted.notes, "refit_on_all_examples": True, "reference_scale": scale}
@@ -416,15 +409,22 @@ def refit_in_scope(
                        top_bias=fitted.top_bias, in_scope=new, examples=fitted.examples, notes=notes)
 
 
-def _in_scope_examples(
-    examples: list[Message], index: dict[str, int], label_of: Callable[[Message], str | None],
-    out_of_scope: str | None, seed: int | None,
-) -> list[Message]:
-    """The examples whose vectors fit the in-scope score: those of a known intent other than the
-    out-of-scope one, a seeded sample of at most ``MAX_REFERENCE_EXAMPLES``."""
+def _fit_in_scope(
+    predict: Predict, examples: list[Message], index: dict[str, int],
+    label_of: Callable[[Message], str | None], out_of_scope: str | None, seed: int | None,
+    held_vectors: np.ndarray | None, alpha: float = DEFAULT_ALPHA,
+) -> InScope | None:
+    """The in-scope score fitted on the vectors of ``examples`` of a known intent other than the
+    out-of-scope one (a seeded sample of at most ``MAX_REFERENCE_EXAMPLES``), with
+    ``held_vectors`` [M, D] as its reference (none: an empty one); None without vectors."""
     chosen = [m for m in examples if label_of(m) in index and label_of(m) != out_of_scope]
     if len(chosen) > MAX_REFERENCE_EXAMPLES:
         rng = np.random.default_rng(seed)
         picked = np.sort(rng.choice(len(chosen), MAX_REFERENCE_EXAMPLES, replace=False))
         chosen = [chosen[i] for i in picked]
-    return chosen
+    _, vectors = predict(chosen)
+    if vectors is None or not chosen:
+        return None
+    labels = np.array([index[label_of(m) or ""] for m in chosen])
+    reference = held_vectors if held_vectors is not None else vectors[:0]
+    return InScope.fit(vectors, labels, reference, alpha=alpha)

@@ -73,28 +73,46 @@ Predict = Callable[[list[Message]], tuple[np.ndarray, np.ndarray | None]]
 
 def calibration_split(
     labels: Sequence[str | None], share: float = DEFAULT_SHARE, seed: int | None = 42,
-    max_held: int = MAX_HELD_OUT,
+    max_held: int = MAX_HELD_OUT, keys: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) example indices: ``share`` of each label's examples held out, rounded
     down, so a label with fewer than ``1 / share`` examples (and always one with fewer than two)
     keeps them all; the share shrinks so that at most ``max_held`` are held out. Examples without
-    a label always train. Both index arrays are sorted."""
+    a label always train. Both index arrays are sorted.
+
+    ``keys`` [N] uint64, one per example (a hash of its content): a label's held-out examples
+    are then those whose keys, mixed with the seed, rank first. Which examples are held out then
+    depends on them and their label's count only, not on the rest of the data, so that a
+    fine-tune holds out what the stored model held out: it has trained on nothing it is
+    calibrated on, and nothing it held out counts as new. Without keys, a seeded random draw."""
     labelled = sum(1 for label in labels if label)
     share = min(share, max_held / labelled) if labelled else share
-    rng = np.random.default_rng(seed)
+    if keys is None:
+        keys = np.random.default_rng(seed).integers(0, 2**63, len(labels), dtype=np.uint64)
+    ranks = _mixed(np.asarray(keys, np.uint64), seed or 0)
     by_label: dict[str, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):
         if label:
             by_label[label].append(i)
     held: list[int] = []
-    for label in sorted(by_label):
-        members = by_label[label]
+    for members in by_label.values():
         n_held = int(len(members) * share) if len(members) >= 2 else 0
         if n_held:
-            held.extend(rng.choice(members, size=n_held, replace=False).tolist())
+            order = np.argsort(ranks[members], kind="stable")
+            held.extend(np.asarray(members)[order[:n_held]].tolist())
     held_index = np.array(sorted(held), np.int64)
     train_index = np.setdiff1d(np.arange(len(labels)), held_index)
     return train_index, held_index
+
+
+def _mixed(keys: np.ndarray, seed: int) -> np.ndarray:
+    """``keys`` [N] uint64 scrambled with ``seed`` (SplitMix64's finaliser): a seeded order of
+    the examples that each example's key alone decides."""
+    with np.errstate(over="ignore"):
+        z = keys ^ np.uint64((seed * 0x9E3779B97F4A7C15) % 2**64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def fit_temperature(log_probs: np.ndarray, targets: np.ndarray) -> float:
@@ -330,14 +348,15 @@ def out_of_scope_intent(configured: str | None, intents: Iterable[str], where: s
 
 
 def holdout(
-    labels: Sequence[str | None], enabled: bool, share: float, seed: int | None, where: str
+    labels: Sequence[str | None], enabled: bool, share: float, seed: int | None, where: str,
+    keys: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) indices for a classifier's calibration; none held out when calibration
     is off, or (with one notice) when the data is too small to spare ``MIN_HELD_OUT`` examples."""
     everything = np.arange(len(labels))
     if not enabled:
         return everything, np.zeros(0, np.int64)
-    train, held = calibration_split(labels, share, seed)
+    train, held = calibration_split(labels, share, seed, keys=keys)
     if len(held) < MIN_HELD_OUT:
         logger.log(
             NOTICE,

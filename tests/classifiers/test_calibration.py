@@ -195,3 +195,17 @@ def test_the_top_label_scaling_needs_enough_held_out_errors(wrong: int, platt: b
                                          lambda m: m.intent)
     assert fitted.examples == 300
     assert ((fitted.top_slope, fitted.top_bias) != (1.0, 0.0)) is platt
+
+
+def test_a_keyed_split_holds_out_the_same_examples_when_other_intents_are_added() -> None:
+    labels = ["a"] * 40 + ["b"] * 30
+    keys = np.arange(1000, 1070, dtype=np.uint64)
+    _, held = calibration_split(labels, share=0.1, seed=3, keys=keys)
+    grown = ["0_new"] * 25 + labels  # a new intent, sorted first, and every old index moved
+    grown_keys = np.concatenate([np.arange(5000, 5025, dtype=np.uint64), keys])
+    _, grown_held = calibration_split(grown, share=0.1, seed=3, keys=grown_keys)
+    old_held = sorted(int(keys[i]) for i in held)
+    assert sorted(int(grown_keys[i]) for i in grown_held if grown[i] != "0_new") == old_held
+    assert sum(grown[i] == "0_new" for i in grown_held) == 2
+    _, other_seed = calibration_split(labels, share=0.1, seed=4, keys=keys)
+    assert not np.array_equal(other_seed, held)  # the seed still decides the order

@@ -15,6 +15,7 @@ import numpy as np
 
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.diet.encoders import with_tuned_features
+from nlu_engine.classifiers.diet.resume import example_hashes
 from nlu_engine.contract.message import Message
 
 #: the vector the in-scope score reads: the transformer's output at the sentence position [U]
@@ -43,9 +44,11 @@ class CalibratedDIET:
             return examples, []
         self.out_of_scope_intent_ = calibration.out_of_scope_intent(
             self.config.out_of_scope_intent, self.intents_, self.component_name())
+        # keyed by each example's content: a fine-tune holds out what the stored model held out
         train, held = calibration.holdout([self.label_of(m) for m in examples],
                                           self.config.calibration, self.config.calibration_share,
-                                          self.config.random_seed, self.component_name())
+                                          self.config.random_seed, self.component_name(),
+                                          example_hashes(examples, self.label_of))
         return [examples[i] for i in train], [examples[i] for i in held]
 
     def _calibrate(self, train: list[Message], held: list[Message], previous: Any = None) -> None:

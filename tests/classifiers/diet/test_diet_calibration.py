@@ -132,3 +132,21 @@ def test_without_the_refit_the_held_out_share_is_never_trained_on() -> None:
     pipeline.train(synthetic(3, 40), log=None)
     diet = pipeline.components[-1]
     assert len(diet.example_hashes_) == 180 and "refit_on_all_examples" not in diet.calibration_.notes
+
+
+def test_adding_an_intent_keeps_the_examples_held_out_from_the_others() -> None:
+    """The split follows each example's content: a fine-tune with a new intent holds out what the
+    stored model held out, so nothing it trained on calibrates it and nothing it held out is new."""
+    diet = Pipeline.build(load_config(CONFIG)).components[-1]
+    known = synthetic(1, 40).messages
+    added = [Message(text=f"book a table for {n} at eight", intent="booking") for n in range(40)]
+
+    def held_out(messages: list[Message]) -> set[tuple[str, str]]:
+        diet.intents_ = sorted({m.intent for m in messages if m.intent})
+        _, held = diet._hold_out_for_calibration(messages)
+        return {(m.text, m.intent) for m in held}
+
+    before = held_out(known)
+    after = held_out([*added, *known])
+    assert len(before) == 20 and {h for h in after if h[1] != "booking"} == before
+    assert sum(h[1] == "booking" for h in after) == 4

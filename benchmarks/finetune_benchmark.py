@@ -39,7 +39,7 @@ from typing import Any
 
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.evaluation import evaluate
+from nlu_engine.evaluation import evaluate, undo_fallback
 from nlu_engine.evaluation.benchmarking import cpu_model, headline_scores
 from nlu_engine.training_data import load_data, write_data
 
@@ -80,7 +80,8 @@ def reduced_data(full: TrainingData, held_out: list[str]) -> tuple[TrainingData,
 
 def scores(archive: Path, test: TrainingData, held_out: list[str]) -> dict[str, float]:
     """Headline scores on the test set, each held-out intent's recall and the intent accuracy on
-    the test examples of the other intents, which measures forgetting (fractions)."""
+    the test examples of the other intents, which measures forgetting, and the share of those
+    predicted as a held-out intent (fractions)."""
     model = Model.load(archive)
     predictions = model.parse_batch([m.text for m in test.messages])
     evaluation = evaluate(test.messages, predictions)
@@ -88,9 +89,11 @@ def scores(archive: Path, test: TrainingData, held_out: list[str]) -> dict[str, 
     report = evaluation.intent.report if evaluation.intent else {}
     for name in held_out:
         result[f"recall_{name}"] = float((report.get(name) or {}).get("recall", 0.0))
-    known = [(m.intent, p["intent"]["name"]) for m, p in zip(test.messages, predictions, strict=True)
-             if m.intent not in held_out]
+    # fallback undone, as the headline intent scores do
+    known = [(m.intent, undo_fallback(p)[0]["intent"]["name"])
+             for m, p in zip(test.messages, predictions, strict=True) if m.intent not in held_out]
     result["known_intent_accuracy"] = sum(g == p for g, p in known) / max(len(known), 1)
+    result["known_as_new"] = sum(p in held_out for _, p in known) / max(len(known), 1)
     return result
 
 
@@ -159,6 +162,9 @@ def verdicts(result: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
     rows.append(("intent accuracy on the other intents' test examples (forgetting)",
                  f"{known['finetuned']:.2f} (before {known['base']:.2f}, full {known['full']:.2f})",
                  "(reported)", None))
+    as_new = {name: 100 * result["scores"][name].get("known_as_new", 0.0) for name in ("finetuned", "full")}
+    rows.append(("the other intents' test examples predicted as a new intent",
+                 f"{as_new['finetuned']:.2f} % (full {as_new['full']:.2f} %)", "(reported)", None))
     retrained = [n for n, d in result["decisions"]["no_change"].items() if d != "reused"]
     rest = runs["no_change"]["wall_s"] - result["model_load_s"]
     rows.append(("no-change fine-tune", f"{runs['no_change']['wall_s']} s (model load "

@@ -21,7 +21,6 @@ from typing import Any
 from nlu_engine.contract.errors import DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.training_data.annotations import synonyms_from_entities
 from nlu_engine.training_data.rasa_markdown import (
     expand_lookup_files,
     read_lookup_file,
@@ -66,8 +65,8 @@ def from_rasa_json_dict(
         for index, example in enumerate(_list(section, list_name, source)):
             where = f"{source}: {list_name}[{index}]"
             message = _message(example, where, data.load_warnings)
-            data.messages.append(message)
-            data.synonyms.update(synonyms_from_entities(message.text, message.entities))
+            data.messages.append(message)  # synonyms in annotations: learnt from the values, as
+            # Rasa's JSON reader leaves them to EntitySynonymMapper (only its YAML reader lists them)
 
     for index, item in enumerate(_list(section, "entity_synonyms", source)):
         where = f"{source}: entity_synonyms[{index}]"
@@ -87,7 +86,11 @@ def from_rasa_json_dict(
         where = f"{source}: lookup_tables[{index}]"
         name, elements = str(_field(item, "name", where)), _field(item, "elements", where)
         if isinstance(elements, str):
-            elements = read_lookup_file(elements, base_dir, where)
+            try:
+                elements = read_lookup_file(elements, base_dir, where)
+            except DataError as missing:  # Rasa reads the file only when a featurizer needs it
+                data.load_warnings.append(f"{missing}; the table '{name}' is kept empty")
+                elements = []
         elif not isinstance(elements, list):
             raise DataError(f"{where}: 'elements' must be a list of strings or a file path")
         elements = expand_lookup_files([str(e) for e in elements], base_dir, where)

@@ -117,6 +117,36 @@ def test_a_bad_offset_drops_the_annotation_and_the_rest_loads(
     assert report.warnings == [messages[0]] and not report.ok
 
 
+def test_a_missing_lookup_file_keeps_the_table_empty_and_the_rest_loads(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Rasa's own fixture names its lookup file from the repository's root: Rasa reads the JSON
+    (the file is read when a featurizer needs it), so it must not refuse the whole file here."""
+    document = {"rasa_nlu_data": {
+        "common_examples": [{"text": "plate ABC 123", "intent": "plate", "entities": []}],
+        "lookup_tables": [{"name": "plates", "elements": "data/test/lookup_tables/plates.txt"}],
+    }}
+    path = write(tmp_path / "lookup.json", json.dumps(document))
+    with caplog.at_level(logging.WARNING, logger="nlu_engine"):
+        data = load_data(path)
+    assert [m.text for m in data.messages] == ["plate ABC 123"]
+    assert data.lookup_tables == [{"name": "plates", "elements": []}]
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1 and messages[0].startswith(f"{path}: lookup_tables[0]: lookup table file")
+    assert messages[0].endswith("the table 'plates' is kept empty")
+    assert not validate(data).ok
+
+
+def test_json_annotation_values_are_not_listed_as_synonyms(tmp_path: Path) -> None:
+    """As Rasa's JSON reader: an annotation's value is learnt by EntitySynonymMapper from the
+    example, not listed under the data's synonyms (Rasa's YAML reader does list them)."""
+    document = {"rasa_nlu_data": {"common_examples": [
+        {"text": "to NYC", "intent": "fly", "entities": [
+            {"start": 3, "end": 6, "value": "New York", "entity": "city"}]}]}}
+    data = load_data(write(tmp_path / "nyc.json", json.dumps(document)))
+    assert data.synonyms == {} and data.messages[0].entities[0]["value"] == "New York"
+
+
 def test_a_table_of_contents_before_the_first_section(tmp_path: Path) -> None:
     path = write(tmp_path / "nlu.md", "# Bot data\n\n- [greet](#intent-greet)\n- [bye](#bye)\n"
                                       "Some prose.\n\n## intent:greet\n- hi\n- hello\n"

@@ -74,6 +74,7 @@ Predict = Callable[[list[Message]], tuple[np.ndarray, np.ndarray | None]]
 def calibration_split(
     labels: Sequence[str | None], share: float = DEFAULT_SHARE, seed: int | None = 42,
     max_held: int = MAX_HELD_OUT, keys: np.ndarray | None = None,
+    trained: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) example indices: ``share`` of each label's examples held out, rounded
     down, so a label with fewer than ``1 / share`` examples (and always one with fewer than two)
@@ -81,15 +82,21 @@ def calibration_split(
     a label always train. Both index arrays are sorted.
 
     ``keys`` [N] uint64, one per example (a hash of its content): a label's held-out examples
-    are then those whose keys, mixed with the seed, rank first. Which examples are held out then
-    depends on them and their label's count only, not on the rest of the data, so that a
-    fine-tune holds out what the stored model held out: it has trained on nothing it is
-    calibrated on, and nothing it held out counts as new. Without keys, a seeded random draw."""
+    are then those whose keys, mixed with the seed (None counts as 0), rank first. Which examples
+    are held out then depends on them and on their label's count (and, above ``max_held``, on the
+    total), not on the order or the other labels' examples, so that a fine-tune holds out what
+    the stored model held out. ``trained`` [N] bool marks the examples a stored model was trained
+    on: they are never held out, so a fine-tune is not calibrated on what its network has seen
+    (a label then holds out fewer when its share grew). Without keys, a seeded random draw."""
     labelled = sum(1 for label in labels if label)
     share = min(share, max_held / labelled) if labelled else share
     if keys is None:
         keys = np.random.default_rng(seed).integers(0, 2**63, len(labels), dtype=np.uint64)
-    ranks = _mixed(np.asarray(keys, np.uint64), seed or 0)
+    keys = np.asarray(keys, np.uint64)
+    seen = np.zeros(len(labels), bool) if trained is None else np.asarray(trained, bool)
+    if len(keys) != len(labels) or len(seen) != len(labels):
+        raise ValueError(f"{len(labels)} labels, but {len(keys)} keys and {len(seen)} trained flags")
+    ranks = _mixed(keys, seed or 0)
     by_label: dict[str, list[int]] = defaultdict(list)
     for i, label in enumerate(labels):
         if label:
@@ -97,9 +104,11 @@ def calibration_split(
     held: list[int] = []
     for members in by_label.values():
         n_held = int(len(members) * share) if len(members) >= 2 else 0
+        candidates = np.asarray([i for i in members if not seen[i]], np.int64)
+        n_held = min(n_held, len(candidates))
         if n_held:
-            order = np.argsort(ranks[members], kind="stable")
-            held.extend(np.asarray(members)[order[:n_held]].tolist())
+            order = np.argsort(ranks[candidates], kind="stable")
+            held.extend(candidates[order[:n_held]].tolist())
     held_index = np.array(sorted(held), np.int64)
     train_index = np.setdiff1d(np.arange(len(labels)), held_index)
     return train_index, held_index
@@ -349,14 +358,14 @@ def out_of_scope_intent(configured: str | None, intents: Iterable[str], where: s
 
 def holdout(
     labels: Sequence[str | None], enabled: bool, share: float, seed: int | None, where: str,
-    keys: np.ndarray | None = None,
+    keys: np.ndarray | None = None, trained: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(train, held-out) indices for a classifier's calibration; none held out when calibration
     is off, or (with one notice) when the data is too small to spare ``MIN_HELD_OUT`` examples."""
     everything = np.arange(len(labels))
     if not enabled:
         return everything, np.zeros(0, np.int64)
-    train, held = calibration_split(labels, share, seed, keys=keys)
+    train, held = calibration_split(labels, share, seed, keys=keys, trained=trained)
     if len(held) < MIN_HELD_OUT:
         logger.log(
             NOTICE,

@@ -23,6 +23,7 @@ from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.rasa_markdown import (
     expand_lookup_files,
+    lookup_file,
     read_lookup_file,
     split_retrieval_intent,
 )
@@ -85,12 +86,14 @@ def from_rasa_json_dict(
     for index, item in enumerate(_list(section, "lookup_tables", source)):
         where = f"{source}: lookup_tables[{index}]"
         name, elements = str(_field(item, "name", where)), _field(item, "elements", where)
-        if isinstance(elements, str):
-            try:
-                elements = read_lookup_file(elements, base_dir, where)
-            except DataError as missing:  # Rasa reads the file only when a featurizer needs it
-                data.load_warnings.append(f"{missing}; the table '{name}' is kept empty")
-                elements = []
+        if isinstance(elements, str) and lookup_file(elements, base_dir) is None:
+            # Rasa reads the file only when a featurizer needs it: the rest of the data loads
+            data.load_warnings.append(
+                f"{where}: lookup table file '{elements}' not found; give a path relative to the "
+                f"data file, or list the elements; the table '{name}' is kept empty")
+            elements = []
+        elif isinstance(elements, str):
+            elements = read_lookup_file(elements, base_dir, where)
         elif not isinstance(elements, list):
             raise DataError(f"{where}: 'elements' must be a list of strings or a file path")
         elements = expand_lookup_files([str(e) for e in elements], base_dir, where)

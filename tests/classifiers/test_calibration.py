@@ -209,3 +209,19 @@ def test_a_keyed_split_holds_out_the_same_examples_when_other_intents_are_added(
     assert sum(grown[i] == "0_new" for i in grown_held) == 2
     _, other_seed = calibration_split(labels, share=0.1, seed=4, keys=keys)
     assert not np.array_equal(other_seed, held)  # the seed still decides the order
+
+
+def test_examples_a_stored_model_trained_on_are_never_held_out() -> None:
+    labels = ["a"] * 29
+    keys = np.arange(29, dtype=np.uint64)
+    train, held = calibration_split(labels, share=0.1, seed=5, keys=keys)
+    assert len(held) == 2
+    # one more example: the share now holds out 3, but the stored model trained on all but 2
+    grown = [*labels, "a"]
+    grown_keys = np.append(keys, np.uint64(99))
+    trained = np.isin(grown_keys, keys[train])
+    _, grown_held = calibration_split(grown, share=0.1, seed=5, keys=grown_keys, trained=trained)
+    assert not trained[grown_held].any()
+    assert set(grown_keys[grown_held].tolist()) <= {*keys[held].tolist(), 99}
+    with pytest.raises(ValueError, match="30 labels, but 29 keys"):
+        calibration_split(grown, share=0.1, seed=5, keys=keys)

@@ -37,18 +37,22 @@ class CalibratedDIET:
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
 
-    def _hold_out_for_calibration(self, examples: list[Message]) -> tuple[list[Message], list[Message]]:
-        """(the examples the network trains on, those held out to calibrate it)."""
+    def _hold_out_for_calibration(
+        self, examples: list[Message], trained_on: np.ndarray | None = None
+    ) -> tuple[list[Message], list[Message]]:
+        """(the examples the network trains on, those held out to calibrate it); never one of
+        ``trained_on`` (a stored model's example hashes, when fine-tuning)."""
         self.out_of_scope_intent_ = None
         if not self.config.intent_classification or len(self.intents_) < 2:
             return examples, []
         self.out_of_scope_intent_ = calibration.out_of_scope_intent(
             self.config.out_of_scope_intent, self.intents_, self.component_name())
         # keyed by each example's content: a fine-tune holds out what the stored model held out
+        keys = example_hashes(examples, self.label_of)
+        trained = None if trained_on is None else np.isin(keys, trained_on)
         train, held = calibration.holdout([self.label_of(m) for m in examples],
                                           self.config.calibration, self.config.calibration_share,
-                                          self.config.random_seed, self.component_name(),
-                                          example_hashes(examples, self.label_of))
+                                          self.config.random_seed, self.component_name(), keys, trained)
         return [examples[i] for i in train], [examples[i] for i in held]
 
     def _calibrate(self, train: list[Message], held: list[Message], previous: Any = None) -> None:

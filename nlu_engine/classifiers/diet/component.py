@@ -357,7 +357,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
-        examples, held = self._hold_out_for_calibration(examples)
+        trained_on = None if previous is None else previous.example_hashes_
+        examples, held = self._hold_out_for_calibration(examples, trained_on)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         self._train_network(examples, previous, options)

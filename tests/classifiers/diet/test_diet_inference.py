@@ -23,15 +23,17 @@ VARIANTS: list[dict[str, Any]] = [
     {"number_of_transformer_layers": 0, "BILOU_flag": False,
      "use_key_relative_attention": False, "use_value_relative_attention": False},
     {"dense": 12},  # dense token and sentence features beside the sparse ones
-    # a dense sentence vector only (a sentence encoder): token and sentence widths differ, so
-    # both go through the unify layers
+    # a dense sentence vector alone (a sentence encoder), or dense token features alone: token and
+    # sentence widths differ, so both go through the unify layers
     {"dense_sentence": 12},
+    {"dense": 12, "dense_sentence": 0},
 ]
 
 
 @pytest.mark.parametrize(
     "variant", VARIANTS,
-    ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only"],
+    ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only",
+         "dense-tokens-only"],
 )
 def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
     from nlu_engine.classifiers.diet.training import build_network

@@ -431,7 +431,7 @@ def test_finetune_reports_what_it_reused_resumed_and_retrained(tmp_path: Path, t
         (["--finetune", "cut.tar.gz"], ["cut.tar.gz", "is not a readable .tar.gz"]),
         (["--finetune", "logreg.tar.gz", "-c", "diet"],
          ["cannot fine-tune 'logreg.tar.gz': step 4 is LogisticRegressionClassifier in the model "
-          "and DIETClassifier in the config"]),
+          "and UniversalSentenceEncoderFeaturizer in the config"]),
         (["--finetune", "logreg.tar.gz", "--set", "CountVectorsFeaturizer.max_ngram=2"],
          ["'max_ngram' = 1 in the model and 2 in the config"]),
         (["--epoch-fraction", "0.5"], ["--epoch-fraction only apply with --finetune"]),

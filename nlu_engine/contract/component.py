@@ -277,11 +277,13 @@ def describe(hint: Any) -> str:
 class EncoderOptimization:
     """How a fine-tuned encoder's weights are trained: ``learning_rate`` after a linear warm-up
     over ``warmup_fraction`` of the steps, then a linear decay to 0; each layer further down
-    trains at ``layerwise_decay`` times the rate of the layer above it."""
+    trains at ``layerwise_decay`` times the rate of the layer above it. ``bfloat16``: the
+    encoder's products would run in bfloat16, so the trainer asks TensorFlow for oneDNN."""
 
     learning_rate: float
     layerwise_decay: float = 1.0
     warmup_fraction: float = 0.1
+    bfloat16: bool = False
 
 
 class TrainableEncoder(Protocol):

@@ -167,3 +167,68 @@ def test_encoder_dropout_acts_only_in_training(bert_dir: Path) -> None:
     assert_same_features(quiet, numpy_features(featurizer, messages), atol=2e-5)
     noisy = layer_features(featurizer, layer, messages, training=True)
     assert not np.allclose(noisy[0], quiet[0])
+
+
+def test_bfloat16_products_keep_float32_weights_and_close_features(
+    bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tensorflow as tf
+
+    import nlu_engine.nn.tensorflow_runtime as runtime
+
+    monkeypatch.setattr(runtime, "onednn_active", lambda: True)
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=LAYERS,
+                                         training_precision="bfloat16")
+    assert featurizer.optimization().bfloat16
+    layer = featurizer.build()
+    assert layer.compute == tf.bfloat16
+    assert {v.dtype for v in layer.trainable_variables} == {"float32"}  # the master weights
+    messages = tokenized(*TEXTS)
+    # bfloat16 keeps 8 bits of mantissa: the features move by about 1e-2, not more
+    assert_same_features(layer_features(featurizer, layer, messages), numpy_features(featurizer, messages),
+                         atol=6e-2)
+    inputs = featurizer.encode_inputs(messages[:2])
+    batch = {key: tf.constant(pad([i[key] for i in inputs])) for key in inputs[0]}
+    with tf.GradientTape() as tape:
+        words = max(len(m.tokens["text"]) for m in messages[:2])
+        sequence, sentence = layer(batch, tf.constant(words), training=True)
+        loss = tf.reduce_sum(sequence**2) + tf.reduce_sum(sentence**2)
+    grads = tape.gradient(loss, layer.trainable_variables)
+    assert all(g is not None and g.dtype == tf.float32 for g in grads)
+
+
+def test_bfloat16_without_onednn_fine_tunes_in_float32(
+    bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tensorflow as tf
+
+    import nlu_engine.nn.tensorflow_runtime as runtime
+
+    monkeypatch.setattr(runtime, "onednn_active", lambda: False)
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=1,
+                                         training_precision="bfloat16")
+    layer = featurizer.build()
+    assert layer.compute == tf.float32
+    messages = tokenized(*TEXTS)
+    assert_same_features(layer_features(featurizer, layer, messages), numpy_features(featurizer, messages),
+                         atol=2e-5)
+
+
+@pytest.mark.parametrize(("flags", "setting", "expected"), [
+    ({"avx512f", "avx512_bf16"}, "auto", "bfloat16"),
+    ({"avx2", "amx_bf16"}, "auto", "bfloat16"),
+    ({"avx2", "avx512_vnni"}, "auto", "float32"),
+    (set(), "auto", "float32"),
+    ({"avx512_bf16"}, "float32", "float32"),  # forced: a CPU with bfloat16 trains as one without
+    (set(), "bfloat16", "bfloat16"),
+])
+def test_training_precision_reads_the_cpu(
+    bert_dir: Path, monkeypatch: pytest.MonkeyPatch, flags: set[str], setting: str, expected: str
+) -> None:
+    import nlu_engine.featurizers.dense.bert_onnx as bert_onnx
+
+    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset(flags))
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=1,
+                                         training_precision=setting)
+    assert featurizer.training_dtype() == expected
+    assert featurizer.optimization().bfloat16 == (expected == "bfloat16")

@@ -12,7 +12,7 @@ from nlu_engine.nn.tensorflow_runtime import ONEDNN_VARIABLE, import_tensorflow
 
 # whether the TensorFlow this process imported runs oneDNN (its own check of the setting)
 SNIPPET = (
-    "import sys; from nlu_engine.nn.tensorflow_runtime import import_tensorflow; "
+    "from nlu_engine.nn.tensorflow_runtime import import_tensorflow; "
     "assert 'tensorflow' not in sys.modules; import_tensorflow(); "
     "from tensorflow.python.util import _pywrap_util_port; print(_pywrap_util_port.IsMklEnabled())"
 )
@@ -38,3 +38,26 @@ def test_unset_it_is_set_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(ONEDNN_VARIABLE, raising=False)
     import_tensorflow()
     assert os.environ[ONEDNN_VARIABLE] == "0"
+
+
+def test_a_bfloat16_fine_tune_imports_tensorflow_with_onednn() -> None:
+    pytest.importorskip("tensorflow")
+    env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
+    snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; "
+               "import_tensorflow(onednn=True); print(onednn_active())")
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "True"
+
+
+def test_onednn_active_reads_the_imported_tensorflow() -> None:
+    pytest.importorskip("tensorflow")
+    from nlu_engine.nn.tensorflow_runtime import onednn_active
+
+    env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
+    snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; import os; "
+               "import_tensorflow(); os.environ['TF_ENABLE_ONEDNN_OPTS'] = '1'; print(onednn_active())")
+    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"  # the setting after the import changes nothing
+    assert isinstance(onednn_active(), bool)

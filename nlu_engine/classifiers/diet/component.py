@@ -370,7 +370,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         NumPy prediction."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
-        import_tensorflow()  # before anything imports it: the package's TensorFlow settings
+        # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
+        # that fine-tunes in bfloat16)
+        import_tensorflow(onednn=any(e.optimization().bfloat16 for e in self.trainable_encoders))
         from nlu_engine.classifiers.diet.encoders import encoder_slots, ragged_inputs
         from nlu_engine.classifiers.diet.training import fit
 

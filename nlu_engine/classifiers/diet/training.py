@@ -212,10 +212,22 @@ def epoch_batches(
         order = order if pool is None else pool[order]
     else:
         order = rng.permutation(len(data) if pool is None else pool)
-    batches = length_grouped_batches(order, data.lengths, batch_size, rng)
+    batches = length_grouped_batches(order, grouping_lengths(data), batch_size, rng)
     if spec.training.drop_small_last_batch:
         batches = [b for b in batches if len(b) >= batch_size // 2] or batches
     return batches
+
+
+def grouping_lengths(data: EncodedData) -> np.ndarray:
+    """[N] what batches are grouped by: the tokens, or with a fine-tuned encoder its inputs'
+    length first (sub-tokens: the encoder's cost grows with them, and grouping by tokens left a
+    third of its padded positions empty on SNIPS) and the tokens second."""
+    if not data.ragged:
+        return data.lengths
+    longest = np.zeros(len(data), np.int64)
+    for arrays in data.ragged.values():
+        longest = np.maximum(longest, [len(a) for a in arrays])
+    return longest * (int(data.lengths.max(initial=0)) + 1) + data.lengths
 
 
 def total_steps(options: TrainingOptions, examples: int, epochs: int) -> int:

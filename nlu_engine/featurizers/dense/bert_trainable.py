@@ -17,6 +17,12 @@ what lies below them, the featurizer's token and sentence features::
     sequence (B, T, H) = per word, the weighted sum of its sub-tokens' states
     sentence (B, H)    = [CLS], mean or max over the real sub-tokens (+ L2 normalisation)
 
+``compute_dtype="bfloat16"`` runs the matrix products (the dense layers' and attention's) on
+bfloat16 inputs: the weights stay float32 (the optimizer's master copy), each product rounds its
+operands and the result returns to float32, so LayerNorm, softmax, gelu, the residual sums and
+the gradients' accumulation stay float32. It is fast only where oneDNN runs the products on the
+CPU's bfloat16 instructions (``nn/tensorflow_runtime.py``).
+
 With the pretrained weights and ``training=False`` the outputs are the frozen featurizer's
 features. ``tuned_weights`` gives the trained weights back by their ``BertModel`` names (PyTorch
 layout), the names ``bert.load_weights`` reads, so the NumPy encoder runs them at parse time.
@@ -46,9 +52,13 @@ class TrainableBert(keras.layers.Layer):
         dropout: float,
         sentence_pooling: str,
         normalize: bool,
+        compute_dtype: str = "float32",
         **kwargs: Any,
     ) -> None:
         super().__init__(dtype="float32", **kwargs)
+        if compute_dtype not in ("float32", "bfloat16"):
+            raise ValueError(f"compute_dtype must be float32 or bfloat16, not {compute_dtype!r}")
+        self.compute = tf.bfloat16 if compute_dtype == "bfloat16" else tf.float32
         self.cfg, self.dropout = config, float(dropout)
         self.sentence_pooling, self.normalize = sentence_pooling, normalize
         self.embeddings = first is None
@@ -89,6 +99,13 @@ class TrainableBert(keras.layers.Layer):
         }
 
     # --- the forward pass -----------------------------------------------------------------------
+    def _matmul(self, a: Any, b: Any, transpose_b: bool = False) -> Any:
+        """a @ b (or a @ b^T) in the compute dtype, returned in float32."""
+        if self.compute == tf.float32:
+            return tf.matmul(a, b, transpose_b=transpose_b)
+        product = tf.matmul(tf.cast(a, self.compute), tf.cast(b, self.compute), transpose_b=transpose_b)
+        return tf.cast(product, tf.float32)
+
     def _norm(self, x: Any, gamma: Any, beta: Any) -> Any:
         mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
         return (x - mean) * tf.math.rsqrt(var + self.cfg.layer_norm_eps) * gamma + beta
@@ -110,14 +127,15 @@ class TrainableBert(keras.layers.Layer):
         def heads(t: Any) -> Any:  # (B*S, H) -> (B, h, S, d)
             return tf.transpose(tf.reshape(t, [size, length, self.heads, self.head_dim]), [0, 2, 1, 3])
 
-        q, k, v = tf.split(tf.matmul(x, b["qkv_w"]) + b["qkv_b"], 3, axis=-1)  # 3 x (B*S, H)
-        scores = tf.matmul(heads(q), heads(k), transpose_b=True) / np.sqrt(self.head_dim)
+        mm = self._matmul
+        q, k, v = tf.split(mm(x, b["qkv_w"]) + b["qkv_b"], 3, axis=-1)  # 3 x (B*S, H)
+        scores = mm(heads(q), heads(k), transpose_b=True) / np.sqrt(self.head_dim)  # (B, h, S, S)
         probs = self._drop(tf.nn.softmax(scores + bias, axis=-1), training)  # (B, h, S, S)
-        context = tf.reshape(tf.transpose(tf.matmul(probs, heads(v)), [0, 2, 1, 3]), [-1, hidden])
-        attended = self._drop(tf.matmul(context, b["o_w"]) + b["o_b"], training)
+        context = tf.reshape(tf.transpose(mm(probs, heads(v)), [0, 2, 1, 3]), [-1, hidden])
+        attended = self._drop(mm(context, b["o_w"]) + b["o_b"], training)
         x = self._norm(x + attended, b["ln1_g"], b["ln1_b"])
-        inner = self._act(tf.matmul(x, b["i_w"]) + b["i_b"])  # (B*S, I)
-        out = self._drop(tf.matmul(inner, b["out_w"]) + b["out_b"], training)
+        inner = self._act(mm(x, b["i_w"]) + b["i_b"])  # (B*S, I)
+        out = self._drop(mm(inner, b["out_w"]) + b["out_b"], training)
         return self._norm(x + out, b["ln2_g"], b["ln2_b"])
 
     def call(self, inputs: dict[str, Any], num_words: Any, training: bool = False) -> tuple[Any, Any]:

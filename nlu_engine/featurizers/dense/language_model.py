@@ -100,7 +100,9 @@ HUB_NAMES = frozenset({"bert-base-uncased", "bert-base-cased", "bert-base-multil
 TokenPooling = Literal["mean", "first"]
 #: the parameters that act only when the encoder is fine-tuned
 TRAINABLE_ONLY = ("trainable_layers", "encoder_learning_rate", "layerwise_lr_decay",
-                  "warmup_fraction", "encoder_dropout", "weights_dtype")
+                  "warmup_fraction", "encoder_dropout", "weights_dtype", "training_precision")
+#: /proc/cpuinfo flags of bfloat16 matrix instructions oneDNN uses (AVX-512 BF16, AMX)
+BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
 
 # --- finding the weights --------------------------------------------------------------------------
@@ -254,6 +256,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         warmup_fraction: float = param(0.1, low=0, high=0.9)
         encoder_dropout: float = param(0.1, low=0, high=0.9)
         weights_dtype: Literal["float16", "float32"] = "float16"
+        #: the tuned layers' products during fine-tuning: "auto" is bfloat16 where the CPU has
+        #: bfloat16 instructions (float32 master weights; the parse runtime is chosen apart)
+        training_precision: Literal["auto", "float32", "bfloat16"] = "auto"
 
 
         def notices(self) -> list[str]:
@@ -464,21 +469,38 @@ class LanguageModelFeaturizer(DenseFeaturizer):
 
     def build(self) -> Any:
         """The trainable top of the encoder with the pretrained weights (``bert_trainable``)."""
-        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
+        from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active
 
-        import_tensorflow()
+        import_tensorflow(onednn=self.training_dtype() == "bfloat16")
         from nlu_engine.featurizers.dense.bert_trainable import TrainableBert
 
+        dtype = self.training_dtype()
+        if dtype == "bfloat16" and not onednn_active():
+            # without oneDNN, TensorFlow's bfloat16 products are no faster than float32's
+            logger.info("LanguageModelFeaturizer: TensorFlow runs without oneDNN in this process, "
+                        "so the encoder fine-tunes in float32")
+            dtype = "float32"
         model = self._model()
         weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
         return TrainableBert(
             model.config, weights, self._first_trainable(), self.config.encoder_dropout,
-            self.sentence_pooling(), self._normalize(), name="language_model",
+            self.sentence_pooling(), self._normalize(), compute_dtype=dtype, name="language_model",
         )
 
     def optimization(self) -> EncoderOptimization:
         c = self.config
-        return EncoderOptimization(c.encoder_learning_rate, c.layerwise_lr_decay, c.warmup_fraction)
+        return EncoderOptimization(c.encoder_learning_rate, c.layerwise_lr_decay, c.warmup_fraction,
+                                   bfloat16=self.training_dtype() == "bfloat16")
+
+    def training_dtype(self) -> str:
+        """The dtype of the tuned layers' products: ``training_precision``, with "auto" read from
+        the CPU (bfloat16 where it has bfloat16 instructions, else float32)."""
+        wanted = self.config.training_precision
+        if wanted != "auto":
+            return wanted
+        from nlu_engine.featurizers.dense.bert_onnx import cpu_flags
+
+        return "bfloat16" if cpu_flags() & BFLOAT16_FLAGS else "float32"
 
     def _tuned_shapes(self) -> dict[str, tuple[int, ...]]:
         config = self._model().config

@@ -67,3 +67,21 @@ def test_ragged_inputs_are_padded_per_batch() -> None:
     assert batch["enc_states"].shape == (2, 3, 2) and batch["enc_mask"].tolist() == [[1, 0, 0], [1, 1, 1]]
     np.testing.assert_array_equal(batch["enc_states"][0], [[3, 3], [0, 0], [0, 0]])
     np.testing.assert_array_equal(batch["enc_states"][1], states[0])
+
+
+def _data(lengths: list[int], subtokens: list[int] | None) -> EncodedData:
+    n = len(lengths)
+    ragged = {} if subtokens is None else {"enc_mask": [np.ones(s, np.float32) for s in subtokens]}
+    return EncodedData(lengths=np.array(lengths, np.int32), offsets=np.concatenate([[0], np.cumsum(lengths)]),
+                       seq=scipy.sparse.csr_matrix((sum(lengths), 4), dtype=np.float32),
+                       sent=scipy.sparse.csr_matrix((n, 4), dtype=np.float32), dense_seq=None,
+                       dense_sent=None, label_ids=np.zeros(n, np.int32), tags={}, ragged=ragged)
+
+
+def test_batches_group_by_tokens_or_by_a_fine_tuned_encoders_sub_tokens() -> None:
+    from nlu_engine.classifiers.diet.training import grouping_lengths
+
+    np.testing.assert_array_equal(grouping_lengths(_data([3, 1, 2], None)), [3, 1, 2])
+    # sub-tokens first, tokens second: 2 tokens in 9 sub-tokens sort after 3 tokens in 4
+    key = grouping_lengths(_data([3, 2, 2, 1], [4, 9, 4, 4]))
+    assert list(np.argsort(key, kind="stable")) == [3, 2, 0, 1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import pytest
 from tests.extractors.duckling_stub import DucklingStub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# One TensorFlow serves the whole session, set up by whichever test imports it first: a
+# bfloat16 fine-tune would ask for oneDNN, and every later test would run with it. The suite
+# runs as the package does by default (oneDNN off); the tests of the bfloat16 path say so.
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 # 3 intents x 4 examples; entities with roles, a synonym (inline and as a section), a regex and
 # a lookup table. Small enough to train any component in a second or two.

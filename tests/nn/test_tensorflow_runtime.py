@@ -12,7 +12,7 @@ from nlu_engine.nn.tensorflow_runtime import ONEDNN_VARIABLE, import_tensorflow
 
 # whether the TensorFlow this process imported runs oneDNN (its own check of the setting)
 SNIPPET = (
-    "from nlu_engine.nn.tensorflow_runtime import import_tensorflow; "
+    "import sys; from nlu_engine.nn.tensorflow_runtime import import_tensorflow; "
     "assert 'tensorflow' not in sys.modules; import_tensorflow(); "
     "from tensorflow.python.util import _pywrap_util_port; print(_pywrap_util_port.IsMklEnabled())"
 )

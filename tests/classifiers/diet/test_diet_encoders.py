@@ -73,7 +73,7 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
 ) -> None:
     from nlu_engine.classifiers.diet.training import build_network, ragged_signature
 
-    pipeline = lm_pipeline(bert, **lm)
+    pipeline = lm_pipeline(bert, training_precision="float32", **lm)  # exact: float32 products
     between = lm.get("between", False)
     data = load_data(tiny_data_path)
     for component in pipeline.components[:-1]:

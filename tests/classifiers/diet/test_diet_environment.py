@@ -40,9 +40,9 @@ def test_training_imports_tensorflow_through_the_package_runtime(
     calls: list[str] = []
     real = tensorflow_runtime.import_tensorflow
 
-    def spy():  # type: ignore[no-untyped-def]
+    def spy(**kwargs):  # type: ignore[no-untyped-def]
         calls.append("import_tensorflow")
-        return real()
+        return real(**kwargs)
 
     monkeypatch.setattr(tensorflow_runtime, "import_tensorflow", spy)
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)

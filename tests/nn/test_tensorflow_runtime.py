@@ -20,10 +20,7 @@ SNIPPET = (
 
 def test_tensorflow_is_imported_with_onednn_off() -> None:
     pytest.importorskip("tensorflow")
-    env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
-    done = subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert last_line_in_a_fresh_process(SNIPPET) == "False"
 
 
 def test_a_setting_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -40,24 +37,27 @@ def test_unset_it_is_set_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert os.environ[ONEDNN_VARIABLE] == "0"
 
 
-def test_a_bfloat16_fine_tune_imports_tensorflow_with_onednn() -> None:
-    pytest.importorskip("tensorflow")
+def last_line_in_a_fresh_process(snippet: str) -> str:
+    """What ``snippet`` prints last, run in a new Python without TF_ENABLE_ONEDNN_OPTS."""
     env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
-    snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; "
-               "import_tensorflow(onednn=True); print(onednn_active())")
     done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True,
                           check=True)
-    assert done.stdout.strip().splitlines()[-1] == "True"
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_a_bfloat16_fine_tune_imports_tensorflow_with_onednn() -> None:
+    pytest.importorskip("tensorflow")
+    snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; "
+               "import_tensorflow(onednn=True); print(onednn_active())")
+    assert last_line_in_a_fresh_process(snippet) == "True"
 
 
 def test_onednn_active_reads_the_imported_tensorflow() -> None:
     pytest.importorskip("tensorflow")
     from nlu_engine.nn.tensorflow_runtime import onednn_active
 
-    env = {k: v for k, v in os.environ.items() if k != ONEDNN_VARIABLE}
     snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; import os; "
                "import_tensorflow(); os.environ['TF_ENABLE_ONEDNN_OPTS'] = '1'; print(onednn_active())")
-    done = subprocess.run([sys.executable, "-c", snippet], env=env, capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip().splitlines()[-1] == "False"  # the setting after the import changes nothing
+    # the setting after the import changes nothing
+    assert last_line_in_a_fresh_process(snippet) == "False"
     assert isinstance(onednn_active(), bool)

@@ -49,6 +49,8 @@ RUNTIMES: tuple[Runtime, ...] = ("float32", "int8")
 RUNTIME_VARIABLE = "NLU_ENGINE_ENCODER"
 #: /proc/cpuinfo flags of an int8 dot product instruction ONNX Runtime's kernels use
 INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
+#: /proc/cpuinfo flags of bfloat16 matrix instructions (fine-tuning's products, ``training_precision``)
+BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 #: inputs up to this many sub-tokens run on a one-thread session, larger ones on all threads
 SINGLE_THREAD_MAX_SUBTOKENS = 128
 #: the product left in float32: the feed-forward output, whose input (after gelu) has the outliers
@@ -69,6 +71,11 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
         if name.strip() in ("flags", "Features"):
             return frozenset(value.split())
     return frozenset()
+
+
+def has_bfloat16() -> bool:
+    """Whether the CPU has bfloat16 matrix instructions oneDNN uses (AVX-512 BF16, AMX)."""
+    return bool(cpu_flags() & BFLOAT16_FLAGS)
 
 
 def onnx_runtime_available() -> bool:

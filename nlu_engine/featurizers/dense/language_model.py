@@ -27,9 +27,8 @@ Features are computed in batches sorted by length, never with TensorFlow at pars
 int8 under ONNX Runtime where the CPU has int8 dot products (``bert_onnx``, chosen once per
 process, nothing to configure), else in float32 NumPy. Only a fine-tuning's frozen lower
 layers (``encode_inputs``), computed while DIET trains, run in TensorFlow's graph, which is
-faster on large batches. ``precision: bfloat16``
-runs the dense layers' products in bfloat16 (features within about 1e-2 of float32): faster
-on CPUs with AMX/AVX512-BF16, slower on others.
+faster on large batches. ``precision: bfloat16`` runs the dense layers' products in bfloat16
+(features within 1e-2 of float32): faster on CPUs with AMX/AVX512-BF16, slower on others.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's
 config and a SHA-256 of the weights file; loading a model with different weights fails.
@@ -101,8 +100,6 @@ TokenPooling = Literal["mean", "first"]
 #: the parameters that act only when the encoder is fine-tuned
 TRAINABLE_ONLY = ("trainable_layers", "encoder_learning_rate", "layerwise_lr_decay",
                   "warmup_fraction", "encoder_dropout", "weights_dtype", "training_precision")
-#: /proc/cpuinfo flags of bfloat16 matrix instructions oneDNN uses (AVX-512 BF16, AMX)
-BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 
 
 # --- finding the weights --------------------------------------------------------------------------
@@ -256,10 +253,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         warmup_fraction: float = param(0.1, low=0, high=0.9)
         encoder_dropout: float = param(0.1, low=0, high=0.9)
         weights_dtype: Literal["float16", "float32"] = "float16"
-        #: the tuned layers' products during fine-tuning: "auto" is bfloat16 where the CPU has
-        #: bfloat16 instructions (float32 master weights; the parse runtime is chosen apart)
+        #: fine-tuning's products ("auto": bfloat16 where the CPU has it; parsing chooses apart)
         training_precision: Literal["auto", "float32", "bfloat16"] = "auto"
-
 
         def notices(self) -> list[str]:
             found = []
@@ -471,14 +466,12 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         """The trainable top of the encoder with the pretrained weights (``bert_trainable``)."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active
 
-        import_tensorflow(onednn=self.training_dtype() == "bfloat16")
+        dtype = self.training_dtype()
+        import_tensorflow(onednn=dtype == "bfloat16")
         from nlu_engine.featurizers.dense.bert_trainable import TrainableBert
 
-        dtype = self.training_dtype()
-        if dtype == "bfloat16" and not onednn_active():
-            # without oneDNN, TensorFlow's bfloat16 products are no faster than float32's
-            logger.info("LanguageModelFeaturizer: TensorFlow runs without oneDNN in this process, "
-                        "so the encoder fine-tunes in float32")
+        if dtype == "bfloat16" and not onednn_active():  # bfloat16 is no faster without oneDNN
+            logger.info("LanguageModelFeaturizer: no oneDNN in this TensorFlow: fine-tuning in float32")
             dtype = "float32"
         model = self._model()
         weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
@@ -495,12 +488,10 @@ class LanguageModelFeaturizer(DenseFeaturizer):
     def training_dtype(self) -> str:
         """The dtype of the tuned layers' products: ``training_precision``, with "auto" read from
         the CPU (bfloat16 where it has bfloat16 instructions, else float32)."""
-        wanted = self.config.training_precision
-        if wanted != "auto":
-            return wanted
-        from nlu_engine.featurizers.dense.bert_onnx import cpu_flags
+        from nlu_engine.featurizers.dense.bert_onnx import has_bfloat16
 
-        return "bfloat16" if cpu_flags() & BFLOAT16_FLAGS else "float32"
+        wanted = self.config.training_precision
+        return wanted if wanted != "auto" else ("bfloat16" if has_bfloat16() else "float32")
 
     def _tuned_shapes(self) -> dict[str, tuple[int, ...]]:
         config = self._model().config

@@ -12,6 +12,10 @@ and a single message does not pay a graph call's fixed overhead. The weight name
     intent: text_embed(h[b, len_b]) · label embeddings [N, E]          -> similarities [B, N]
     tags:   logits [B, T, K] ─► constrained Viterbi + forward-backward -> tags, confidences
 
+Where ``onnxruntime`` is installed, the transformer (the bulk of a message's time) runs as one
+ONNX Runtime call instead (``onnx_graph.py``, the same float32 network built from the same
+weights); the input layers, the heads and the CRF stay here.
+
 Shapes: B batch, T tokens, D feature width, U transformer units, H heads, d = U / H,
 R max_relative_position, N labels, E embedding dimension, K tags.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.spec import NetworkParams
 from nlu_engine.contract.threads import single_blas_thread
@@ -167,6 +172,14 @@ class DIETInference:
         self.relative = any(
             layer.key_relative in self.w or layer.value_relative in self.w for layer in self.layers
         )
+        self.onnx = None  # DIET's transformer under ONNX Runtime, where installed (onnx_graph.py)
+        if self.num_layers and onnx_graph.use_onnx():
+            self.onnx = onnx_graph.OnnxTransformer(
+                onnx_graph.transformer_graph(self.w, self.layers, self.num_heads, self.units)
+            )
+        tables = [self.w[n] for layer in self.layers for n in (layer.key_relative, layer.value_relative)
+                  if n in self.w]  # [H, Kr, d] each
+        self._one_hot_distances = np.eye(tables[0].shape[1] if tables else 0, dtype=np.float32)  # [Kr, Kr]
         self.decoders = {
             kind: CRFDecoder(self.w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
@@ -255,13 +268,17 @@ class DIETInference:
         if self.num_layers == 0:
             return x
         length = x.shape[1]
-        x = self._dense(names.TRANSFORMER_EMBEDDING, x) * np.float32(self.units**0.5)  # [B, L, U]
         angles = np.arange(length, dtype=np.float32)[:, None] * self._angle_rates[None]  # [L, U]
-        x = x + np.where(self._even[None], np.sin(angles), np.cos(angles))[None]
+        position = np.where(self._even[None], np.sin(angles), np.cos(angles))  # [L, U]
         bias = mask_bias(mask, causal=self.unidirectional)  # [B, 1, 1|L, L]
         index = (
             relative_positions(length, self.max_relative, self.unidirectional) if self.relative else None
         )  # [L, L]
+        if self.onnx is not None:  # the same network in one ONNX Runtime call (onnx_graph.py)
+            relative = None if index is None else self._one_hot_distances[index]  # [L, L, Kr]
+            return self.onnx(x, bias, position, relative)
+        x = self._dense(names.TRANSFORMER_EMBEDDING, x) * np.float32(self.units**0.5)  # [B, L, U]
+        x = x + position[None]
         for layer in self.layers:
             normed = layer_norm(x, self.w[names.gamma(layer.attention_norm)],
                                 self.w[names.beta(layer.attention_norm)])

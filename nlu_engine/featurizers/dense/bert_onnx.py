@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from nlu_engine.contract.errors import ConfigError
+from nlu_engine.nn.onnx_runtime import onnx_runtime_available, process_threads, session
 
 if TYPE_CHECKING:
     from nlu_engine.featurizers.dense.bert import BertEncoder
@@ -76,12 +77,6 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
 def has_bfloat16() -> bool:
     """Whether the CPU has bfloat16 matrix instructions oneDNN uses (AVX-512 BF16, AMX)."""
     return bool(cpu_flags() & BFLOAT16_FLAGS)
-
-
-def onnx_runtime_available() -> bool:
-    import importlib.util
-
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
 @cache
@@ -187,28 +182,6 @@ def quantized_graph(model: Any) -> Any:
         return onnx.load(str(path))
 
 
-def _session(model: Any, threads: int) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
-    options.log_severity_level = 3  # errors only
-    if threads != 1:  # spinning threads would take the cores from the process's other work
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-
-
-def _process_threads() -> int:
-    """The threads a large batch may use: the process's BLAS share (``contract.threads``), else
-    every core."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1
-
-
 class Int8Encoder:
     """A ``BertEncoder``'s parse path in int8 under ONNX Runtime: same call, same features
     within quantisation error. The embeddings run in NumPy (a lookup and a LayerNorm), the
@@ -221,7 +194,7 @@ class Int8Encoder:
         graph = encoder_graph(encoder)
         #: ``quantize=False`` keeps the graph in float32: only to compare runtimes (BENCHMARKS.md)
         self.graph = quantized_graph(graph) if quantize else graph
-        self._sessions: dict[int, Any] = {1: _session(self.graph, 1)}
+        self._sessions: dict[int, Any] = {1: session(self.graph, 1)}
 
     def __call__(
         self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None, tensorflow: bool = False
@@ -230,9 +203,9 @@ class Int8Encoder:
         else the float32 encoder asks for (``stop``, ``tensorflow``) it computes itself."""
         if (stop is not None and stop != len(self.encoder.layers)) or tensorflow:
             return self.encoder(ids, mask, stop, tensorflow)
-        threads = 1 if ids.size <= SINGLE_THREAD_MAX_SUBTOKENS else _process_threads()
+        threads = 1 if ids.size <= SINGLE_THREAD_MAX_SUBTOKENS else process_threads()
         if threads not in self._sessions:
-            self._sessions[threads] = _session(self.graph, threads)
+            self._sessions[threads] = session(self.graph, threads)
         embedded = self.encoder.embed(ids)
         feeds = {"embedded": embedded, "mask": np.ascontiguousarray(mask, np.int32)}
         return self._sessions[threads].run(None, feeds)[0]  # type: ignore[no-any-return]

@@ -8,9 +8,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.nn.onnx_runtime import onnx_runtime_available
 
 tf = pytest.importorskip("tensorflow")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -30,13 +33,21 @@ VARIANTS: list[dict[str, Any]] = [
 ]
 
 
+@pytest.mark.parametrize("runtime", ["numpy", "onnx"])
 @pytest.mark.parametrize(
     "variant", VARIANTS,
     ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only",
          "dense-tokens-only"],
 )
-def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
+def test_numpy_forward_matches_tensorflow(
+    featurized, variant: dict[str, Any], runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The transformer in NumPy and under ONNX Runtime (onnx_graph.py) both."""
     from nlu_engine.classifiers.diet.training import build_network
+
+    if runtime == "onnx" and not onnx_runtime_available():
+        pytest.skip("onnxruntime not installed")
+    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, runtime)
 
     _, data = featurized
     variant = dict(variant)
@@ -64,6 +75,7 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
                               component.tag_vocab_, component.config.BILOU_flag)
+    assert (inference.onnx is not None) == (runtime == "onnx" and inference.num_layers > 0)
     got = inference.predict_batch(batch)
 
     assert set(got) - set(expected) == {"sentence", "text_embed"}  # NumPy's own: the in-scope vectors
@@ -72,6 +84,23 @@ def test_numpy_forward_matches_tensorflow(featurized, variant: dict[str, Any]) -
     for kind in component.tag_vocab_:
         np.testing.assert_array_equal(got[f"tags_{kind}"], expected[f"tags_{kind}"])
         np.testing.assert_allclose(got[f"conf_{kind}"], expected[f"conf_{kind}"], atol=1e-4)
+
+
+def test_the_transformer_runtime_is_onnx_where_installed_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(onnx_graph.RUNTIME_VARIABLE, raising=False)
+    monkeypatch.setattr(onnx_graph, "onnx_runtime_available", lambda: True)
+    assert onnx_graph.use_onnx()
+    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "numpy")
+    assert not onnx_graph.use_onnx()
+    monkeypatch.setattr(onnx_graph, "onnx_runtime_available", lambda: False)
+    monkeypatch.delenv(onnx_graph.RUNTIME_VARIABLE)
+    assert not onnx_graph.use_onnx()  # not installed: NumPy, silently
+    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "onnx")
+    with pytest.raises(ConfigError, match="needs onnxruntime"):
+        onnx_graph.use_onnx()
+    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "gpu")
+    with pytest.raises(ConfigError, match="NLU_ENGINE_DIET='gpu' is not a runtime"):
+        onnx_graph.use_onnx()
 
 
 def test_viterbi_and_marginals_match_enumeration() -> None:

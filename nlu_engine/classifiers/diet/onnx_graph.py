@@ -1,0 +1,175 @@
+"""DIET's transformer as an ONNX graph, run by ONNX Runtime at parse time where it is installed.
+
+``DIETInference.transform`` (``inference.py``) in NumPy spends most of a message's time in a
+dozen small matrix products and the Python between them; ONNX Runtime runs the same network in
+one call, with its own small-matrix kernels. The graph is built in memory from the archive's
+named weights (``weight_names``) with the ``onnx`` package's helpers, when a model loads: the
+archive stays as it was (``.npz``), and an archive from before this module parses the same.
+It is float32 throughout, like the NumPy pass, and gives the same states within float32
+rounding::
+
+    x [B, L, D], bias [B, 1, 1|L, L], position [L, U], relative [L, L, Kr] (one-hot of the
+    clipped distance of key j from query i; only with relative attention)
+    h = (x W_e + b_e) sqrt(U) + position                                      [B, L, U]
+    for each layer (pre-LN):
+        n = LayerNorm(h)
+        q, k, v = heads(n W_qkv)                                              [B, H, L, d] each
+        logits = q kᵀ (+ Σ_k (q K_rᵀ)[b, h, i, k] relative[i, j, k])          [B, H, L, L]
+        w = softmax(logits / sqrt(d) + bias)
+        a = w v (+ (Σ_j w[b, h, i, j] relative[i, j, k]) V_r)                 [B, H, L, d]
+        h = h + merge(a) W_o + b_o
+        h = h + gelu(LayerNorm(h) W_i + b_i) W_out + b_out
+    states = gelu(LayerNorm(h))                                               [B, L, U]
+
+Shapes as ``inference.py``'s; Kr the rows of the relative tables K_r, V_r [H, Kr, d].
+``NLU_ENGINE_DIET=numpy`` keeps the NumPy pass (for comparisons and tests; users need not
+set it).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.nn.onnx_runtime import onnx_runtime_available, process_threads, session
+
+#: the environment variable that keeps DIET's transformer in NumPy (``numpy``) or asks for
+#: ONNX Runtime (``onnx``, the default where it is installed)
+RUNTIME_VARIABLE = "NLU_ENGINE_DIET"
+RUNTIMES = ("numpy", "onnx")
+#: inputs up to this many positions run on a one-thread session, larger ones on all threads
+SINGLE_THREAD_MAX_POSITIONS = 256
+#: LayerNorm's epsilon, as ``nlu_engine.nn.ops.layer_norm``'s default and DIET's Keras layers
+EPSILON = 1e-6
+OPSET = 17
+MS_DOMAIN = "com.microsoft"
+
+
+def use_onnx() -> bool:
+    """Whether DIET's transformer runs under ONNX Runtime in this process."""
+    forced = os.environ.get(RUNTIME_VARIABLE, "").strip().lower()
+    if forced and forced not in RUNTIMES:
+        raise ConfigError(
+            f"{RUNTIME_VARIABLE}={forced!r} is not a runtime; use one of {', '.join(RUNTIMES)} "
+            "or unset it"
+        )
+    if forced == "onnx" and not onnx_runtime_available():
+        raise ConfigError(
+            f"{RUNTIME_VARIABLE}=onnx needs onnxruntime and onnx: "
+            "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
+        )
+    return forced != "numpy" and onnx_runtime_available()
+
+
+def transformer_graph(
+    w: dict[str, np.ndarray], layers: list[names.TransformerLayer], heads: int, units: int
+) -> Any:
+    """The transformer of ``DIETInference.transform`` as an ``onnx.ModelProto`` (module doc)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits: list[Any] = []
+    nodes: list[Any] = []
+    relative = any(layer.key_relative in w or layer.value_relative in w for layer in layers)
+    depth = units // heads
+
+    def const(name: str, array: np.ndarray, dtype: Any = np.float32) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype), name))
+        return name
+
+    def op(kind: str, inputs: list[str], output: str, domain: str = "", **attrs: Any) -> str:
+        nodes.append(helper.make_node(kind, inputs, [output], name=output, domain=domain, **attrs))
+        return output
+
+    def dense(x: str, layer: str, out: str) -> str:
+        y = op("MatMul", [x, const(names.kernel(layer), w[names.kernel(layer)])], out + "_product")
+        bias = names.bias(layer)
+        return op("Add", [y, const(bias, w[bias])], out) if bias in w else y
+
+    def norm(x: str, layer: str, out: str) -> str:
+        gamma = const(names.gamma(layer), w[names.gamma(layer)])
+        beta = const(names.beta(layer), w[names.beta(layer)])
+        return op("LayerNormalization", [x, gamma, beta], out, axis=-1, epsilon=EPSILON)
+
+    scale = const("sqrt_units", np.array(units**0.5))
+    h = op("Add", [op("Mul", [dense("x", names.TRANSFORMER_EMBEDDING, "embedded"), scale], "scaled"),
+                   "position"], "h_in")  # [B, L, U]
+    split_shape = const("split_shape", np.array([0, 0, 3, heads, depth]), np.int64)
+    merge_shape = const("merge_shape", np.array([0, 0, units]), np.int64)
+    logit_scale = const("logit_scale", np.array(depth**-0.5))
+    for layer in layers:
+        p = f"l{layer.index}_"
+        n = norm(h, layer.attention_norm, p + "normed_a")
+        qkv_kernel = np.concatenate(
+            [w[names.kernel(layer.attention(part))] for part in ("query", "key", "value")], axis=1
+        )  # [U, 3U]
+        qkv = op("MatMul", [n, const(p + "qkv_kernel", qkv_kernel)], p + "qkv")  # [B, L, 3U]
+        split = op("Transpose", [op("Reshape", [qkv, split_shape], p + "qkv_heads")], p + "qkv_t",
+                   perm=[2, 0, 3, 1, 4])  # [3, B, H, L, d]
+        thirds = [p + "q3", p + "k3", p + "v3"]  # [1, B, H, L, d] each
+        nodes.append(helper.make_node("Split", [split], thirds, name=p + "split", axis=0))
+        axis0 = const(p + "axis0", np.array([0]), np.int64)
+        q, k, v = (op("Squeeze", [third, axis0], third[:-1]) for third in thirds)  # [B, H, L, d] each
+        logits = op("MatMul", [q, op("Transpose", [k], p + "k_t", perm=[0, 1, 3, 2])], p + "logits")
+        if layer.key_relative in w:
+            table = const(layer.key_relative + "_t", w[layer.key_relative].transpose(0, 2, 1))  # [H, d, Kr]
+            by_distance = op("MatMul", [q, table], p + "by_distance")  # [B, H, L, Kr]
+            logits = op("Add", [logits, op("Einsum", [by_distance, "relative"], p + "key_relative",
+                                           equation="bhik,ijk->bhij")], p + "logits_rel")
+        weights = op("Softmax", [op("Add", [op("Mul", [logits, logit_scale], p + "scaled_logits"), "bias"],
+                                    p + "masked")], p + "weights", axis=-1)  # [B, H, L, L]
+        attended = op("MatMul", [weights, v], p + "attended")  # [B, H, L, d]
+        if layer.value_relative in w:
+            per_distance = op("Einsum", [weights, "relative"], p + "per_distance", equation="bhij,ijk->bhik")
+            table = const(layer.value_relative, w[layer.value_relative])  # [H, Kr, d]
+            attended = op("Add", [attended, op("MatMul", [per_distance, table], p + "value_relative")],
+                          p + "attended_rel")
+        merged = op("Reshape", [op("Transpose", [attended], p + "merge_t", perm=[0, 2, 1, 3]), merge_shape],
+                    p + "merged")  # [B, L, U]
+        h = op("Add", [h, dense(merged, layer.attention("output"), p + "attention_out")], p + "h_a")
+        n = norm(h, layer.ffn_norm, p + "normed_f")
+        inner = op("Gelu", [dense(n, layer.ffn_in, p + "ffn_in")], p + "gelu", domain=MS_DOMAIN)  # [B, L, 4U]
+        h = op("Add", [h, dense(inner, layer.ffn_out, p + "ffn_out")], p + "h")
+    op("Gelu", [norm(h, names.TRANSFORMER_OUTPUT_NORM, "output_normed")], "states", domain=MS_DOMAIN)
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", "width"]),
+        helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["batch", 1, "queries", "length"]),
+        helper.make_tensor_value_info("position", TensorProto.FLOAT, ["length", units]),
+    ]
+    if relative:
+        inputs.append(
+            helper.make_tensor_value_info("relative", TensorProto.FLOAT, ["length", "length", "rows"])
+        )
+    graph = helper.make_graph(
+        nodes, "diet_transformer", inputs,
+        [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["batch", "length", units])], inits,
+    )
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="nlu_engine")
+    model.ir_version = 9  # what onnxruntime >= 1.16 reads
+    return model
+
+
+class OnnxTransformer:
+    """One DIET transformer's sessions: one thread for a message or a few, the process's
+    threads for larger batches (created on first use)."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+        self.relative = any(i.name == "relative" for i in graph.graph.input)
+        self._sessions: dict[int, Any] = {1: session(graph, 1)}
+
+    def __call__(self, x: np.ndarray, bias: np.ndarray, position: np.ndarray,
+                 relative: np.ndarray | None) -> np.ndarray:
+        """x [B, L, D], bias [B, 1, 1|L, L], position [L, U], relative [L, L, Kr] -> [B, L, U]."""
+        threads = 1 if x.shape[0] * x.shape[1] <= SINGLE_THREAD_MAX_POSITIONS else process_threads()
+        if threads not in self._sessions:
+            self._sessions[threads] = session(self.graph, threads)
+        feeds = {"x": np.ascontiguousarray(x, np.float32), "bias": np.ascontiguousarray(bias, np.float32),
+                 "position": np.ascontiguousarray(position, np.float32)}
+        if self.relative:
+            feeds["relative"] = np.ascontiguousarray(relative, np.float32)
+        return self._sessions[threads].run(None, feeds)[0]  # type: ignore[no-any-return]

@@ -1,5 +1,6 @@
-"""The int8 encoder under ONNX Runtime (``bert_onnx``): chosen from the CPU, close to float32,
-and a float32 fallback that is today's NumPy encoder, bit for bit."""
+"""The encoder under ONNX Runtime (``bert_onnx``): float32 by default where installed (the
+NumPy encoder's features within rounding), int8 on request (close to float32), and a NumPy
+fallback that is today's encoder, bit for bit."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from nlu_engine.featurizers.dense import bert_onnx
 from nlu_engine.featurizers.dense.bert import BertEncoder
 from nlu_engine.featurizers.dense.bert_onnx import (
     RUNTIME_VARIABLE,
-    Int8Encoder,
+    OnnxEncoder,
     choose_runtime,
     cpu_flags,
     parse_encoder,
@@ -60,18 +61,40 @@ def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("flags", "installed", "expected"),
-    [({"avx2", "avx512_vnni"}, True, "int8"), ({"avx2", "amx_int8"}, True, "int8"),
-     ({"avx2", "avx512_bf16"}, True, "float32"), ({"avx512_vnni"}, False, "float32")],
+    ("forced", "installed", "expected"),
+    [("", True, "onnx"), ("", False, "float32"), ("int8", True, "int8"), ("float32", True, "float32"),
+     ("onnx", True, "onnx")],
 )
-def test_the_runtime_follows_the_cpu_and_the_installed_packages(
-    monkeypatch: pytest.MonkeyPatch, flags: set[str], installed: bool, expected: str
+def test_the_runtime_is_onnx_float32_where_installed_and_int8_only_on_request(
+    monkeypatch: pytest.MonkeyPatch, forced: str, installed: bool, expected: str
 ) -> None:
-    monkeypatch.delenv(RUNTIME_VARIABLE, raising=False)
-    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setenv(RUNTIME_VARIABLE, forced)
+    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset({"avx2", "avx512_vnni"}))
     monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: installed)
     choose_runtime.cache_clear()
     assert choose_runtime() == expected
+
+
+@pytest.mark.parametrize("forced", ["onnx", "int8"])
+def test_asking_for_onnx_without_it_installed_is_a_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, forced: str
+) -> None:
+    monkeypatch.setenv(RUNTIME_VARIABLE, forced)
+    monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: False)
+    choose_runtime.cache_clear()
+    with pytest.raises(ConfigError, match="needs onnxruntime and onnx") as info:
+        choose_runtime()
+    assert "\n" not in str(info.value)
+
+
+def test_int8_without_int8_dot_products_warns(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    monkeypatch.setenv(RUNTIME_VARIABLE, "int8")
+    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset({"avx2"}))
+    monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: True)
+    choose_runtime.cache_clear()
+    with caplog.at_level("WARNING"):
+        assert choose_runtime() == "int8"
+    assert "no int8 dot products" in caplog.text
 
 
 def test_a_bad_override_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,12 +120,29 @@ def test_forced_float32_is_the_numpy_encoder_unchanged(bert_dir: Path) -> None:
         np.testing.assert_array_equal(sequence, expected)
 
 
-# --- the int8 encoder ----------------------------------------------------------------------------
+# --- the float32 and int8 graphs -------------------------------------------------------------------
+@needs_onnx
+def test_onnx_float32_states_match_numpy_with_padding(
+    bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(RUNTIME_VARIABLE, "onnx")
+    choose_runtime.cache_clear()
+    encoder = BertEncoder.from_directory(bert_dir)
+    compiled = parse_encoder(encoder)
+    assert isinstance(compiled, OnnxEncoder) and parse_encoder(encoder) is compiled
+    ids, mask = batch([[2, 5, 7, 8, 9, 6, 3], [2, 10, 11, 12, 3]])
+    expected, got = encoder(ids, mask), compiled(ids, mask)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], expected[real], atol=1e-4)
+    # a padded row is the row encoded alone
+    np.testing.assert_allclose(compiled(ids[1:, :5], mask[1:, :5])[0], got[1, :5], atol=1e-5)
+
+
 @needs_onnx
 def test_int8_states_stay_close_to_float32_with_padding(bert_dir: Path, int8: None) -> None:
     encoder = BertEncoder.from_directory(bert_dir)
     compressed = parse_encoder(encoder)
-    assert isinstance(compressed, Int8Encoder) and parse_encoder(encoder) is compressed
+    assert isinstance(compressed, OnnxEncoder) and parse_encoder(encoder) is compressed
     ids, mask = batch([[2, 5, 7, 8, 9, 6, 3], [2, 10, 11, 12, 3]])
     expected, got = encoder(ids, mask), compressed(ids, mask)
     assert got.shape == expected.shape and got.dtype == np.float32
@@ -129,7 +169,7 @@ def test_real_weights_in_int8_keep_the_features(int8: None) -> None:
                                  "play the song don t stop me now by queen on spotify")]
     compressed = featurizer.featurize(words)
     encoder = featurizer._encoder()
-    assert isinstance(parse_encoder(encoder), Int8Encoder)
+    assert isinstance(parse_encoder(encoder), OnnxEncoder)
     rows, spans = featurizer._subtokens(words)
     ids, mask = batch(rows)
     states = encoder(ids, mask)  # float32 NumPy
@@ -173,7 +213,7 @@ def test_an_int8_pipeline_trains_saves_and_parses_without_tensorflow(
 @needs_onnx
 def test_the_feed_forward_output_stays_float32(bert_dir: Path, int8: None) -> None:
     compressed = parse_encoder(BertEncoder.from_directory(bert_dir))
-    assert isinstance(compressed, Int8Encoder)
+    assert isinstance(compressed, OnnxEncoder)
     ops = {node.name: node.op_type for node in compressed.graph.graph.node}
     assert ops["l0_out"] == ops["l1_out"] == "MatMul"  # float32, as FLOAT32_PRODUCT says
     assert "l0_i" not in ops and "QAttention" in ops.values()  # the rest is quantised

@@ -24,11 +24,12 @@ sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, co
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
 Features are computed in batches sorted by length, never with TensorFlow at parse time: in
-int8 under ONNX Runtime where the CPU has int8 dot products (``bert_onnx``, chosen once per
-process, nothing to configure), else in float32 NumPy. Only a fine-tuning's frozen lower
-layers (``encode_inputs``), computed while DIET trains, run in TensorFlow's graph, which is
-faster on large batches. ``precision: bfloat16`` runs the dense layers' products in bfloat16
-(features within 1e-2 of float32): faster on CPUs with AMX/AVX512-BF16, slower on others.
+float32 under ONNX Runtime where it is installed, else in float32 NumPy (``bert_onnx``, chosen
+once per process, nothing to configure; ``NLU_ENGINE_ENCODER=int8`` asks for int8). Only a
+fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET trains, run in
+TensorFlow's graph, which is faster on large batches. ``precision: bfloat16`` runs the dense
+layers' products in bfloat16 (features within 1e-2 of float32): faster on CPUs with
+AMX/AVX512-BF16, slower on others.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's
 config and a SHA-256 of the weights file; loading a model with different weights fails.
@@ -72,7 +73,7 @@ from nlu_engine.featurizers.dense.bert import (
     model_files_present,
     weights_checksum,
 )
-from nlu_engine.featurizers.dense.bert_onnx import Int8Encoder, parse_encoder
+from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, parse_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -375,7 +376,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         return rows, spans
 
     def _states(
-        self, encoder: BertEncoder | Int8Encoder, rows: list[list[int]], stop: int | None = None,
+        self, encoder: BertEncoder | OnnxEncoder, rows: list[list[int]], stop: int | None = None,
         tensorflow: bool = False,
     ) -> Iterator[tuple[int, np.ndarray]]:
         """(index, hidden states (len, H)) of every row, encoded in batches sorted by length;
@@ -570,7 +571,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 component.adopt(_stored_tuned_weights(directory, meta))
             except ValueError as error:
                 raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
-        parse_encoder(component._encoder())  # the int8 graph, if any, is built now, not at the first parse
+        parse_encoder(component._encoder())  # the ONNX graph, if any, is built now, not at the first parse
         return component
 
 

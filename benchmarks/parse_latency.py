@@ -6,10 +6,11 @@
 this script loads a kept archive (`--keep-models`) in a fresh process and times it `--runs` times:
 the first 300 test messages one at a time (p50, p95) and all of them in one `parse_batch` call
 (ms per message). Prints each run and the median of the runs; run it on an otherwise idle machine.
-``--scores`` also scores the whole test set as ``nlu-engine benchmark`` does. The language model's
-runtime (int8 or float32, ``featurizers/dense/bert_onnx.py``) is chosen from the CPU; set
-``NLU_ENGINE_ENCODER=float32`` or ``int8`` to compare both on one archive. "load_s" is
-``Model.load``, which builds the int8 graph.
+``--scores`` also scores the whole test set as ``nlu-engine benchmark`` does. The language
+model's runtime (``featurizers/dense/bert_onnx.py``) is float32 under ONNX Runtime by default;
+``NLU_ENGINE_ENCODER=float32`` (NumPy) or ``int8`` compares the others on one archive, and
+``NLU_ENGINE_DIET=numpy`` keeps DIET's transformer in NumPy (``classifiers/diet/onnx_graph.py``).
+"load_s" is ``Model.load``, which builds the ONNX graphs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from nlu_engine.assembly.model import Model  # noqa: E402
+from nlu_engine.classifiers.diet.onnx_graph import use_onnx  # noqa: E402
 from nlu_engine.evaluation import evaluate  # noqa: E402
 from nlu_engine.evaluation.benchmarking import _latencies, cpu_model, headline_scores  # noqa: E402
 from nlu_engine.featurizers.dense.bert_onnx import choose_runtime  # noqa: E402
@@ -54,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"run {i + 1}: {json.dumps(runs[-1])}")
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
     print(json.dumps({"model": args.model, "cpu": cpu_model(), "encoder": choose_runtime(),
+                      "diet": "onnx" if use_onnx() else "numpy",
                       "load_s": load_s, "runs": args.runs, "median": median, "scores": scores}))
     return 0
 

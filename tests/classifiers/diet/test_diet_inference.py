@@ -12,7 +12,6 @@ from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from nlu_engine.contract.errors import ConfigError
 from nlu_engine.nn.onnx_runtime import onnx_runtime_available
 
 tf = pytest.importorskip("tensorflow")
@@ -84,23 +83,6 @@ def test_numpy_forward_matches_tensorflow(
     for kind in component.tag_vocab_:
         np.testing.assert_array_equal(got[f"tags_{kind}"], expected[f"tags_{kind}"])
         np.testing.assert_allclose(got[f"conf_{kind}"], expected[f"conf_{kind}"], atol=1e-4)
-
-
-def test_the_transformer_runtime_is_onnx_where_installed_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(onnx_graph.RUNTIME_VARIABLE, raising=False)
-    monkeypatch.setattr(onnx_graph, "onnx_runtime_available", lambda: True)
-    assert onnx_graph.use_onnx()
-    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "numpy")
-    assert not onnx_graph.use_onnx()
-    monkeypatch.setattr(onnx_graph, "onnx_runtime_available", lambda: False)
-    monkeypatch.delenv(onnx_graph.RUNTIME_VARIABLE)
-    assert not onnx_graph.use_onnx()  # not installed: NumPy, silently
-    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "onnx")
-    with pytest.raises(ConfigError, match="needs onnxruntime"):
-        onnx_graph.use_onnx()
-    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, "gpu")
-    with pytest.raises(ConfigError, match="NLU_ENGINE_DIET='gpu' is not a runtime"):
-        onnx_graph.use_onnx()
 
 
 def test_viterbi_and_marginals_match_enumeration() -> None:

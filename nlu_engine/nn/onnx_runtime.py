@@ -18,6 +18,28 @@ def onnx_runtime_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
+def forced_runtime(
+    variable: str, runtimes: tuple[str, ...], needing_onnx: tuple[str, ...], installed: bool
+) -> str:
+    """The runtime the environment variable ``variable`` forces ("" when unset), after checking
+    it is one of ``runtimes`` and, for those in ``needing_onnx``, that ONNX Runtime is
+    ``installed``; otherwise a one-line ``ConfigError``."""
+    from nlu_engine.contract.errors import ConfigError
+
+    forced = os.environ.get(variable, "").strip().lower()
+    if forced and forced not in runtimes:
+        raise ConfigError(
+            f"{variable}={forced!r} is not a runtime; use one of {', '.join(runtimes)} "
+            "or unset it for the default"
+        )
+    if forced in needing_onnx and not installed:
+        raise ConfigError(
+            f"{variable}={forced} needs onnxruntime and onnx: "
+            "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
+        )
+    return forced
+
+
 def session(model: Any, threads: int) -> Any:
     """An ``onnxruntime.InferenceSession`` of ``model`` (an ``onnx.ModelProto``) on the CPU with
     ``threads`` intra-op threads, logging errors only."""

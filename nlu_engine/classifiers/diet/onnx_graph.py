@@ -28,14 +28,12 @@ set it).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names as names
-from nlu_engine.contract.errors import ConfigError
-from nlu_engine.nn.onnx_runtime import onnx_runtime_available, process_threads, session
+from nlu_engine.nn.onnx_runtime import forced_runtime, onnx_runtime_available, process_threads, session
 
 #: the environment variable that keeps DIET's transformer in NumPy (``numpy``) or asks for
 #: ONNX Runtime (``onnx``, the default where it is installed)
@@ -51,18 +49,9 @@ MS_DOMAIN = "com.microsoft"
 
 def use_onnx() -> bool:
     """Whether DIET's transformer runs under ONNX Runtime in this process."""
-    forced = os.environ.get(RUNTIME_VARIABLE, "").strip().lower()
-    if forced and forced not in RUNTIMES:
-        raise ConfigError(
-            f"{RUNTIME_VARIABLE}={forced!r} is not a runtime; use one of {', '.join(RUNTIMES)} "
-            "or unset it"
-        )
-    if forced == "onnx" and not onnx_runtime_available():
-        raise ConfigError(
-            f"{RUNTIME_VARIABLE}=onnx needs onnxruntime and onnx: "
-            "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
-        )
-    return forced != "numpy" and onnx_runtime_available()
+    installed = onnx_runtime_available()
+    forced = forced_runtime(RUNTIME_VARIABLE, RUNTIMES, needing_onnx=("onnx",), installed=installed)
+    return forced != "numpy" and installed
 
 
 def transformer_graph(

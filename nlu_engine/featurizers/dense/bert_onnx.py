@@ -36,7 +36,6 @@ lives only in memory, built when a model loads: the archive keeps the weights as
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from functools import cache
 from pathlib import Path
@@ -45,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.nn.onnx_runtime import onnx_runtime_available, process_threads, session
+from nlu_engine.nn.onnx_runtime import forced_runtime, onnx_runtime_available, process_threads, session
 
 if TYPE_CHECKING:
     from nlu_engine.featurizers.dense.bert import BertEncoder
@@ -90,23 +89,14 @@ def has_bfloat16() -> bool:
 @cache
 def choose_runtime() -> Runtime:
     """The encoder's parse runtime in this process (see the module doc)."""
-    forced = os.environ.get(RUNTIME_VARIABLE, "").strip().lower()
-    if forced and forced not in RUNTIMES:
-        raise ConfigError(
-            f"{RUNTIME_VARIABLE}={forced!r} is not a runtime; use one of {', '.join(RUNTIMES)} "
-            "or unset it for the default"
-        )
-    if forced in ("onnx", "int8") and not onnx_runtime_available():
-        raise ConfigError(
-            f"{RUNTIME_VARIABLE}={forced} needs onnxruntime and onnx: "
-            "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
-        )
+    installed = onnx_runtime_available()
+    forced = forced_runtime(RUNTIME_VARIABLE, RUNTIMES, needing_onnx=("onnx", "int8"), installed=installed)
     if forced == "int8" and not cpu_flags() & INT8_FLAGS:
         logger.warning("%s=int8: this CPU has no int8 dot products (AVX-512 VNNI, AVX-VNNI, AMX); "
                        "int8 runs, but slower than float32", RUNTIME_VARIABLE)
     if forced:
         return forced  # type: ignore[return-value]
-    return "onnx" if onnx_runtime_available() else "float32"
+    return "onnx" if installed else "float32"
 
 
 # --- the graph ----------------------------------------------------------------------------------

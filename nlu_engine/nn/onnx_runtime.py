@@ -12,6 +12,11 @@ import importlib.util
 import os
 from typing import Any
 
+#: the ONNX operator set the graphs are written in, and the domain of ONNX Runtime's own
+#: operators (Attention, SkipLayerNormalization, Gelu, ...)
+OPSET = 17
+MS_DOMAIN = "com.microsoft"
+
 
 def onnx_runtime_available() -> bool:
     """Whether ``onnxruntime`` and ``onnx`` are installed (nothing is imported)."""
@@ -38,6 +43,16 @@ def forced_runtime(
             "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
         )
     return forced
+
+
+def model_of(graph: Any) -> Any:
+    """An ``onnx.ModelProto`` of ``graph`` (an ``onnx.GraphProto``) that ONNX Runtime reads."""
+    from onnx import helper
+
+    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="nlu_engine")
+    model.ir_version = 9  # what onnxruntime >= 1.16 reads
+    return model
 
 
 def session(model: Any, threads: int) -> Any:

@@ -174,12 +174,7 @@ class DIETInference:
         )
         self.onnx = None  # DIET's transformer under ONNX Runtime, where installed (onnx_graph.py)
         if self.num_layers and onnx_graph.use_onnx():
-            self.onnx = onnx_graph.OnnxTransformer(
-                onnx_graph.transformer_graph(self.w, self.layers, self.num_heads, self.units)
-            )
-        tables = [self.w[n] for layer in self.layers for n in (layer.key_relative, layer.value_relative)
-                  if n in self.w]  # [H, Kr, d] each
-        self._one_hot_distances = np.eye(tables[0].shape[1] if tables else 0, dtype=np.float32)  # [Kr, Kr]
+            self.onnx = onnx_graph.OnnxTransformer(self.w, self.layers, self.num_heads, self.units)
         self.decoders = {
             kind: CRFDecoder(self.w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
@@ -275,8 +270,7 @@ class DIETInference:
             relative_positions(length, self.max_relative, self.unidirectional) if self.relative else None
         )  # [L, L]
         if self.onnx is not None:  # the same network in one ONNX Runtime call (onnx_graph.py)
-            relative = None if index is None else self._one_hot_distances[index]  # [L, L, Kr]
-            return self.onnx(x, bias, position, relative)
+            return self.onnx(x, bias, position, index)
         x = self._dense(names.TRANSFORMER_EMBEDDING, x) * np.float32(self.units**0.5)  # [B, L, U]
         x = x + position[None]
         for layer in self.layers:

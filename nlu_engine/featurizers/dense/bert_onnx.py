@@ -44,7 +44,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.nn.onnx_runtime import forced_runtime, onnx_runtime_available, process_threads, session
+from nlu_engine.nn.onnx_runtime import (
+    MS_DOMAIN,
+    forced_runtime,
+    model_of,
+    onnx_runtime_available,
+    process_threads,
+    session,
+)
 
 if TYPE_CHECKING:
     from nlu_engine.featurizers.dense.bert import BertEncoder
@@ -64,8 +71,6 @@ SINGLE_THREAD_MAX_SUBTOKENS = 128
 #: the product left in float32: the feed-forward output, whose input (after gelu) has the outliers
 #: per-tensor int8 rounds worst; quantised too, SNIPS's exact-span entity F1 fell 0.22 (BENCHMARKS.md)
 FLOAT32_PRODUCT = "_out"
-OPSET = 17
-MS_DOMAIN = "com.microsoft"
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
@@ -150,10 +155,7 @@ def encoder_graph(encoder: BertEncoder) -> Any:
         [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["batch", "length", hidden])],
         inits,
     )
-    opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid(MS_DOMAIN, 1)]
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="nlu_engine")
-    model.ir_version = 9  # what onnxruntime >= 1.16 reads
-    return model
+    return model_of(graph)
 
 
 def quantized_graph(model: Any) -> Any:

@@ -24,10 +24,9 @@ sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, co
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
 Features are computed in batches sorted by length, never with TensorFlow at parse time: in
-float32 under ONNX Runtime where it is installed, else in float32 NumPy (``bert_onnx``, chosen
-once per process, nothing to configure; ``NLU_ENGINE_ENCODER=int8`` asks for int8). Only a
-fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET trains, run in
-TensorFlow's graph, which is faster on large batches. ``precision: bfloat16`` runs the dense
+float32 under ONNX Runtime where installed, else in NumPy (``bert_onnx``; int8 on request).
+Only a fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET trains, run
+in TensorFlow's graph, which is faster on large batches. ``precision: bfloat16`` runs the dense
 layers' products in bfloat16 (features within 1e-2 of float32): faster on CPUs with
 AMX/AVX512-BF16, slower on others.
 

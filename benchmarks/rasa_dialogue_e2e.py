@@ -41,7 +41,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from tests.server.server_process import ServerProcess, free_port  # noqa: E402
+from nlu_engine.server.process import ServerProcess, free_port  # noqa: E402
 
 RASA_VENV = Path(os.environ.get("RASA_VENV", "/tmp/rasa-ref"))
 RASA_ENV = {"RASA_TELEMETRY_ENABLED": "false", "SQLALCHEMY_SILENCE_UBER_WARNING": "1",

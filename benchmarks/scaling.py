@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the server helper lives with the tests
+sys.path.insert(0, str(ROOT))  # benchmarks.serve_benchmark
 
 DATASETS = ROOT.parent / "shared" / "datasets"
 CORPUS_SOURCES = [DATASETS / "SNIPS", DATASETS / "NLU-Evaluation-Data"]
@@ -144,7 +144,7 @@ def warm_up(port: int, texts: list[str], workers: int, timeout: float = 180.0) -
 
 def bench_http(model: str, args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.serve_benchmark import concurrent, load_texts
-    from tests.server.server_process import ServerProcess
+    from nlu_engine.server.process import ServerProcess
 
     texts = load_texts(str(DATASETS / "SNIPS" / "test.md"))
     figures: dict[str, Any] = {}

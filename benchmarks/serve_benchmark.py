@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the server helper lives with the tests
+sys.path.insert(0, str(ROOT))
 
-from tests.server.server_process import LOOPBACK, ServerProcess  # noqa: E402
+from nlu_engine.server.process import LOOPBACK, ServerProcess  # noqa: E402
 
 DEFAULT_TEXTS = [
     "book a table for two in Berlin tomorrow",

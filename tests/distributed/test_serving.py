@@ -10,7 +10,7 @@ import pytest
 
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.errors import NLUError
-from tests.server.server_process import free_port
+from nlu_engine.server.process import free_port
 
 pytest.importorskip("ray.serve")
 httpx = pytest.importorskip("httpx")

@@ -191,7 +191,7 @@ def test_the_time_field_of_model_parse_reaches_duckling(
 ) -> None:
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
-    from tests.server.server_process import ServerProcess
+    from nlu_engine.server.process import ServerProcess
 
     config = {"language": "en", "pipeline": [
         {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},

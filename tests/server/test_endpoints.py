@@ -21,7 +21,7 @@ pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
 from nlu_engine.assembly.model import Model, train  # noqa: E402
-from tests.server.server_process import ServerProcess  # noqa: E402
+from nlu_engine.server.process import ServerProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "rasa-nlu-token"

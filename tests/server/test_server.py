@@ -27,7 +27,7 @@ from nlu_engine import __version__  # noqa: E402
 from nlu_engine.assembly.model import Model, train  # noqa: E402
 from nlu_engine.server.auth import Authenticator, decode_jwt, encode_jwt  # noqa: E402
 from nlu_engine.server.batching import MicroBatcher, NoModelError  # noqa: E402
-from tests.server.server_process import ServerProcess  # noqa: E402
+from nlu_engine.server.process import ServerProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "nlu_engine" / "pipelines"

@@ -15,7 +15,7 @@ pytest.importorskip("uvicorn")
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.cli.remote import RemoteParser
 from nlu_engine.contract.errors import NLUError
-from tests.server.server_process import ServerProcess, free_port
+from nlu_engine.server.process import ServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "shell-token"

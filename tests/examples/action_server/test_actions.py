@@ -137,7 +137,7 @@ def test_the_action_server_can_ask_a_running_nlu_engine_server(
     model_path: Path, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("uvicorn")
-    from tests.server.server_process import ServerProcess
+    from nlu_engine.server.process import ServerProcess
 
     with ServerProcess(["-m", str(model_path), "--auth-token", "t0k"]) as server:
         monkeypatch.delenv("NLU_ENGINE_MODEL", raising=False)

@@ -1,9 +1,9 @@
-"""Run ``nlu-engine serve`` as a child process on a free loopback port (tests, benchmarks).
+"""Run ``nlu-engine serve`` as a child process on a free loopback port.
 
-A test helper, not part of the package: the server tests import it as
-``tests.server.server_process`` and ``benchmarks/serve_benchmark.py`` puts the project root on
-``sys.path`` to do the same. Only loopback addresses are used, waits are bounded, and the child
-is stopped by its own pid.
+Tests and benchmarks start a real server with it (the server tests, ``benchmarks/perf``'s
+``serve_benchmark`` and ``scaling``, ``benchmarks/rasa/rasa_dialogue_e2e``); nothing else in the
+package uses it: ``with ServerProcess(["-m", model]) as server: server.url``. Only loopback
+addresses are used, waits are bounded, and the child is stopped by its own pid.
 """
 
 from __future__ import annotations

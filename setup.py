@@ -28,7 +28,7 @@ EXTRAS = {
     "actions": ["rasa-sdk>=3.21.1,<3.22"],
     # wheel: tests/test_setup.py builds the package without build isolation
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
-    # benchmarks/baseline.py: the CRFsuite entity baseline
+    # benchmarks.studies.baseline: the CRFsuite entity baseline
     "bench": ["sklearn-crfsuite>=0.5,<0.6"],
 }
 EXTRAS["all"] = sorted({req for reqs in EXTRAS.values() for req in reqs})

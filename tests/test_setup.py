@@ -37,15 +37,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, installed into a folder of its own (``pip install --no-deps --target``)."""
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"
-    shutil.copytree(ROOT / "nlu_engine", source / "nlu_engine",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for folder in ("nlu_engine", "benchmarks"):  # benchmarks: a package beside ours that must not ship
+        shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for name in SOURCES:
         shutil.copy(ROOT / name, source / name)
     pip("wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), str(source), cwd=tmp)
     (wheel,) = (tmp / "dist").glob("nlu_engine-*.whl")
     with zipfile.ZipFile(wheel) as archive:
-        shipped = {Path(n).name for n in archive.namelist() if n.startswith("nlu_engine/pipelines/")}
+        names = archive.namelist()
+    shipped = {Path(n).name for n in names if n.startswith("nlu_engine/pipelines/")}
     assert shipped == {p.name for p in (ROOT / "nlu_engine" / "pipelines").glob("*.yml")}
+    assert not [n for n in names if n.startswith("benchmarks/")]
     pip("install", "--no-deps", "--target", str(tmp / "site"), str(wheel), cwd=tmp)
     return tmp / "site"
 

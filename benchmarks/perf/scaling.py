@@ -1,6 +1,6 @@
 """Scale-out figures: corpus parsing, cross-validation and HTTP serving, one process against two.
 
-    .venv/bin/python benchmarks/scaling.py -m <OUT>/models/snips.tar.gz [--rows 200000] [--runs 3]
+    .venv/bin/python -m benchmarks.perf.scaling -m <OUT>/models/snips.tar.gz [--rows 200000] [--runs 3]
         [--sections parse,cv,http] [--workdir /tmp/scaling] [--json results.json]
 
 1. parse: a corpus of ``--rows`` messages (the texts of SNIPS and NLU-Evaluation-Data, repeated
@@ -34,11 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # benchmarks.serve_benchmark
+from benchmarks.common import NLU_EVAL, SNIPS
 
-DATASETS = ROOT.parent / "shared" / "datasets"
-CORPUS_SOURCES = [DATASETS / "SNIPS", DATASETS / "NLU-Evaluation-Data"]
+CORPUS_SOURCES = [SNIPS, NLU_EVAL]
 PARSE_MODES = {
     "in-process": [],
     "--workers 2": ["--workers", "2"],
@@ -143,10 +141,10 @@ def warm_up(port: int, texts: list[str], workers: int, timeout: float = 180.0) -
 
 
 def bench_http(model: str, args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.serve_benchmark import concurrent, load_texts
+    from benchmarks.perf.serve_benchmark import concurrent, load_texts
     from nlu_engine.server.process import ServerProcess
 
-    texts = load_texts(str(DATASETS / "SNIPS" / "test.md"))
+    texts = load_texts(str(SNIPS / "test.md"))
     figures: dict[str, Any] = {}
     for workers in (1, 2):
         rates, errors = [], 0
@@ -171,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is reported")
     parser.add_argument("--sections", default="parse,cv,http", help="comma-separated: parse, cv, http")
     parser.add_argument("--cv-config", default="diet")
-    parser.add_argument("--cv-data", default=str(DATASETS / "SNIPS" / "test.md"))
+    parser.add_argument("--cv-data", default=str(SNIPS / "test.md"))
     parser.add_argument("--cv-set", action="append", default=None, metavar="COMPONENT.KEY=VALUE",
                         help="training overrides (default with --cv-config diet: DIETClassifier.epochs=20)")
     parser.add_argument("--clients", type=int, default=16)

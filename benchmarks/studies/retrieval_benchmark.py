@@ -1,6 +1,6 @@
 """Issue 32's retrieval benchmark: ResponseSelector against Rasa 3.6, same split, same config.
 
-    .venv/bin/python benchmarks/retrieval_benchmark.py [--engines ours rasa] [--seeds 42 43]
+    .venv/bin/python -m benchmarks.studies.retrieval_benchmark [--engines ours rasa] [--seeds 42 43]
         [--config benchmarks/data/retrieval/config.yml] [--set ResponseSelector.epochs=40]
 
 The data (``benchmarks/data/retrieval/``, written for this benchmark) is a help assistant with
@@ -33,9 +33,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import RASA_REFERENCE, RASA_VENV, RESULTS, ROOT
+
 DATA = ROOT / "benchmarks" / "data" / "retrieval"
-RASA = ROOT.parent / "shared" / "tools" / "rasa-reference"
 RASA_PARSE = """
 import asyncio, json, sys
 from rasa.core.agent import Agent
@@ -86,12 +86,11 @@ def rasa(config: Path, train: Path, texts: list[str], out: Path) -> tuple[float,
     rasa_config.write_text(yaml.safe_dump(raw, sort_keys=False))
     workdir = out / "cwd"  # an empty working folder: no cached components, no domain.yml
     workdir.mkdir(parents=True)
-    wall = run([str(RASA), "train", str(rasa_config), str(train), str(out / "rasa")], workdir)
+    wall = run([str(RASA_REFERENCE), "train", str(rasa_config), str(train), str(out / "rasa")], workdir)
     model = sorted((out / "rasa" / "models").glob("*.tar.gz"))[-1]
     # ``rasa-reference parse`` feeds its script to Python on stdin, so messages piped to it never
     # reach the script: run the same lines with the reference's own Python, the messages on stdin
-    venv = Path(os.environ.get("RASA_VENV") or Path(os.environ.get("TMPDIR", "/tmp")) / "rasa-ref")
-    parsed = subprocess.run([str(venv / "bin" / "python"), "-c", RASA_PARSE, str(model)],
+    parsed = subprocess.run([str(RASA_VENV / "bin" / "python"), "-c", RASA_PARSE, str(model)],
                             input="\n".join(texts) + "\n", capture_output=True, text=True, check=True,
                             cwd=workdir, env={**os.environ, "RASA_TELEMETRY_ENABLED": "false",
                                               "TF_CPP_MIN_LOG_LEVEL": "2"})
@@ -132,7 +131,7 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[42])
     parser.add_argument("--config", type=Path, default=DATA / "config.yml")
     parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE")
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmark_results" / "retrieval.json")
+    parser.add_argument("--out", type=Path, default=RESULTS / "retrieval.json")
     args = parser.parse_args()
     from nlu_engine.evaluation.benchmarking import cpu_model
 

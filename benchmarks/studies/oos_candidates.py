@@ -4,8 +4,8 @@ Trains the default pipeline on NLU-Evaluation-Data KFold_1 without K intents (ch
 90 % of the rest (the other 10 % held out per intent, as the calibration holds out), then scores
 every candidate on the test split, where the left-out intents' messages are out of scope:
 
-    .venv/bin/python benchmarks/oos_candidates.py --dump /tmp/oos.npz   # trains, then scores
-    .venv/bin/python benchmarks/oos_candidates.py --load /tmp/oos.npz   # scores a saved dump
+    .venv/bin/python -m benchmarks.studies.oos_candidates --dump /tmp/oos.npz   # trains, then scores
+    .venv/bin/python -m benchmarks.studies.oos_candidates --load /tmp/oos.npz   # scores a saved dump
 
 For each candidate: AUROC (in scope against out), and at the threshold that keeps in-scope accuracy
 (a fallback counts as an error) within one point of no fallback, the out-of-scope recall.
@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "datasets" / "NLU-Evaluation-Data"
+from benchmarks.common import DIET_CONFIG, NLU_EVAL
 
 
 def held_out_intents(intents: list[str], k: int, seed: int) -> list[str]:
@@ -36,8 +33,8 @@ def dump(path: Path, fold: int, k: int, seed: int, config: str) -> None:
     from nlu_engine.contract.training_data import TrainingData
     from nlu_engine.training_data import load_data
 
-    train = load_data(DATA / f"KFold_{fold}" / "train.md")
-    test = load_data(DATA / f"KFold_{fold}" / "test.md")
+    train = load_data(NLU_EVAL / f"KFold_{fold}" / "train.md")
+    test = load_data(NLU_EVAL / f"KFold_{fold}" / "test.md")
     out = held_out_intents(sorted(train.intents), k, seed)
     kept = [m for m in train.messages if m.intent not in out]
     tr, ho = calibration_split([m.intent for m in kept], 0.1, seed)
@@ -139,7 +136,7 @@ def main() -> None:
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--hold-out-intents", type=int, default=10)
     parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(DIET_CONFIG))
     args = parser.parse_args()
     path = args.load or args.dump
     if args.dump:

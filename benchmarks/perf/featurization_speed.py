@@ -1,6 +1,6 @@
 """Dense featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
 
-    .venv/bin/python benchmarks/featurization_speed.py lm|lm-bf16|lm-onnx-float32|use|spacy [THREADS]
+    .venv/bin/python -m benchmarks.perf.featurization_speed lm|lm-bf16|lm-onnx-float32|use|spacy [THREADS]
 
 ``lm`` runs the language model in the default runtime (``bert_onnx``: float32 under ONNX Runtime
 where installed); ``NLU_ENGINE_ENCODER=float32 ... lm`` forces the NumPy float32 encoder and
@@ -18,14 +18,12 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
+from benchmarks.common import SNIPS
 from nlu_engine.contract.component import Component
 from nlu_engine.contract.message import Message
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from nlu_engine.training_data import load_data
-
-SNIPS = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "SNIPS" / "train.md"
 
 
 def make(which: str) -> list[Component]:
@@ -57,7 +55,7 @@ def main() -> None:
 
         tf.config.threading.set_intra_op_parallelism_threads(int(sys.argv[2]))
         tf.config.threading.set_inter_op_parallelism_threads(1)
-    texts = [m.text for m in load_data(SNIPS).messages][:1000]
+    texts = [m.text for m in load_data(SNIPS / "train.md").messages][:1000]
     start = time.perf_counter()
     components = make(which)
 

@@ -1,6 +1,6 @@
 """Sort a model's entity errors on a test set into type, boundary, spurious and missed ones.
 
-    .venv/bin/python benchmarks/entity_boundaries.py MODEL.tar.gz TEST.md
+    .venv/bin/python -m benchmarks.studies.entity_boundaries MODEL.tar.gz TEST.md
 
 A boundary error is a gold entity that a prediction overlaps without the same span; it is named
 by how the prediction differs (longer or shorter, on which side; split over several; ``+type``
@@ -13,16 +13,12 @@ from __future__ import annotations
 import collections
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nlu_engine.assembly.model import Model  # noqa: E402
-from nlu_engine.featurizers.dense.bert import WordPiece  # noqa: E402
-from nlu_engine.featurizers.dense.language_model import resolve_weights  # noqa: E402
-from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer  # noqa: E402
-from nlu_engine.training_data import load_data  # noqa: E402
+from nlu_engine.assembly.model import Model
+from nlu_engine.featurizers.dense.bert import WordPiece
+from nlu_engine.featurizers.dense.language_model import resolve_weights
+from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from nlu_engine.training_data import load_data
 
 Span = tuple[str, int, int]
 

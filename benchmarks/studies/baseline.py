@@ -1,8 +1,8 @@
 """A strong linear baseline on a benchmark's splits, scored as `nlu-engine benchmark` scores.
 
-    .venv/bin/python benchmarks/baseline.py training_configs/snips.yml
-    .venv/bin/python benchmarks/baseline.py training_configs/nlu_eval.yml [--fold 1 --fold 2 ...]
-    .venv/bin/python benchmarks/baseline.py training_configs/cais.yml --characters
+    .venv/bin/python -m benchmarks.studies.baseline training_configs/snips.yml
+    .venv/bin/python -m benchmarks.studies.baseline training_configs/nlu_eval.yml [--fold 1 --fold 2 ...]
+    .venv/bin/python -m benchmarks.studies.baseline training_configs/cais.yml --characters
 
 Intents: TF-IDF of word 1-2-grams and character 1-5-grams (within words) -> LinearSVC.
 Entities: a CRF (CRFsuite through sklearn-crfsuite, L-BFGS with L1 and L2) over BIO tags of
@@ -32,14 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nlu_engine.contract.message import Message, Token  # noqa: E402
-from nlu_engine.evaluation import evaluate  # noqa: E402
-from nlu_engine.evaluation.benchmarking import headline_scores, read_training_config  # noqa: E402
-from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer  # noqa: E402
-from nlu_engine.training_data import bilou, load_data  # noqa: E402
+from nlu_engine.contract.message import Message, Token
+from nlu_engine.evaluation import evaluate
+from nlu_engine.evaluation.benchmarking import headline_scores, read_training_config
+from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from nlu_engine.training_data import bilou, load_data
 
 EXTRACTOR = "CRFsuite"
 SCORES = ("intent_accuracy", "intent_macro_f1", "entity_exact_f1", "entity_overlap_f1")

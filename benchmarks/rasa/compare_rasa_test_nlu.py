@@ -1,11 +1,11 @@
 """`nlu-engine test` beside `rasa test nlu` on one Rasa project: the files each writes, their
 report keys and the headline figures.
 
-    .venv/bin/python benchmarks/compare_rasa_test_nlu.py --project examples/travel_assistant
+    .venv/bin/python -m benchmarks.rasa.compare_rasa_test_nlu --project examples/travel_assistant
 
 The project's NLU data is split 80/20 (`nlu-engine data split`, seed 42). Both engines train the
 project's config.yml and domain.yml on the same 80 % (Rasa 3.6 through its venv, `$RASA_VENV`,
-default /tmp/rasa-ref) and test on the same 20 % with their own test command. Printed and written
+default ${TMPDIR:-/tmp}/rasa-ref) and test on the same 20 % with their own test command. Printed and written
 to JSON (default benchmark_results/compare_rasa_test_nlu.json): the result files only one engine
 wrote, for each report both wrote the keys only one has, and side by side intent accuracy (fallback
 undone in both), response selection accuracy and each extractor's token-level micro F1. From the
@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-RASA_VENV = Path(os.environ.get("RASA_VENV", "/tmp/rasa-ref"))
+from benchmarks.common import RASA_VENV, RESULTS, ROOT
+
 RASA_ENV = {"RASA_TELEMETRY_ENABLED": "false", "SQLALCHEMY_SILENCE_UBER_WARNING": "1",
             "TF_CPP_MIN_LOG_LEVEL": "3"}
 
@@ -109,7 +109,7 @@ def compare(ours: Path, rasa: Path) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--project", default=str(ROOT / "examples" / "travel_assistant"))
-    parser.add_argument("--out", default=str(ROOT / "benchmark_results" / "compare_rasa_test_nlu.json"))
+    parser.add_argument("--out", default=str(RESULTS / "compare_rasa_test_nlu.json"))
     args = parser.parse_args()
     project = Path(args.project).resolve()
     cli = [sys.executable, "-m", "nlu_engine"]

@@ -1,6 +1,6 @@
 """DIET's seconds per epoch for a pipeline and data set, to compare two versions of the code.
 
-    .venv/bin/python benchmarks/epoch_times.py [--config pipelines/diet.yml]
+    .venv/bin/python -m benchmarks.perf.epoch_times [--config pipelines/diet.yml]
         [--data ../shared/datasets/SNIPS/train.md] [--epochs 2] [--set COMPONENT.KEY=VALUE ...]
 
 Trains in this process (no archive is written) and prints each epoch's seconds from DIET's
@@ -15,21 +15,18 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
+from benchmarks.common import DIET_CONFIG, SNIPS
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.evaluation.benchmarking import training_history
 from nlu_engine.training_data import load_data
 
-ROOT = Path(__file__).resolve().parents[1]
-SNIPS = ROOT.parent / "shared" / "datasets" / "SNIPS" / "train.md"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
-    parser.add_argument("--data", default=str(SNIPS))
+    parser.add_argument("--config", default=str(DIET_CONFIG))
+    parser.add_argument("--data", default=str(SNIPS / "train.md"))
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         metavar="COMPONENT.KEY=VALUE")

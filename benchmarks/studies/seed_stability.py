@@ -3,7 +3,7 @@ on NLU-Evaluation-Data KFold_N's training split once per seed (``random_seed`` o
 component that has one), parses the test split, and compares each test message's top-intent
 confidence (the fallback undone) between every pair of seeds.
 
-    .venv/bin/python benchmarks/seed_stability.py --config nlu_engine/pipelines/diet.yml \
+    .venv/bin/python -m benchmarks.studies.seed_stability --config nlu_engine/pipelines/diet.yml \
         --seeds 42 43 44 --out results/seed_stability
 
 Prints, per seed, intent accuracy and ECE, and per pair of seeds the mean absolute difference of
@@ -16,14 +16,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "datasets" / "NLU-Evaluation-Data"
+from benchmarks.common import DIET_CONFIG, NLU_EVAL
 
 
 def seed_overrides(config: str, seed: int) -> list[str]:
@@ -37,7 +34,7 @@ def seed_overrides(config: str, seed: int) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(DIET_CONFIG))
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
     parser.add_argument("--out", default="results/seed_stability")
@@ -47,8 +44,8 @@ def main() -> None:
     from nlu_engine.evaluation.experiments import train_and_evaluate
     from nlu_engine.training_data import load_data
 
-    train = load_data(DATA / f"KFold_{args.fold}" / "train.md")
-    test = load_data(DATA / f"KFold_{args.fold}" / "test.md")
+    train = load_data(NLU_EVAL / f"KFold_{args.fold}" / "train.md")
+    test = load_data(NLU_EVAL / f"KFold_{args.fold}" / "test.md")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     runs: dict[int, dict[str, list]] = {}

@@ -1,6 +1,6 @@
 """Issue 32's loader check: Rasa's own test fixtures read by Rasa 3.6's loader and by ours.
 
-    .venv/bin/python benchmarks/rasa_loader_parity.py FIXTURES [--out parity.json]
+    .venv/bin/python -m benchmarks.rasa.rasa_loader_parity FIXTURES [--out parity.json]
 
 FIXTURES is a folder of Rasa's NLU test data (``data/test`` of Rasa's repository, which its
 PyPI package does not ship; fetch it yourself). Every file in it, and every folder of several
@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import RASA_VENV
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.training_data import load_data
 
@@ -80,10 +81,9 @@ def ours(path: Path) -> dict[str, Any]:
 
 
 def rasa(paths: list[Path]) -> dict[str, dict[str, Any]]:
-    venv = Path(os.environ.get("RASA_VENV") or Path(os.environ.get("TMPDIR", "/tmp")) / "rasa-ref")
-    python = venv / "bin" / "python"
+    python = RASA_VENV / "bin" / "python"
     if not python.exists():
-        raise SystemExit(f"no Rasa venv at {venv}: run ../shared/tools/rasa-reference setup")
+        raise SystemExit(f"no Rasa venv at {RASA_VENV}: run ../shared/tools/rasa-reference setup")
     done = subprocess.run([str(python), "-c", RASA_COUNTS, *map(str, paths)], capture_output=True,
                           text=True, env={**os.environ, "RASA_TELEMETRY_ENABLED": "false"})
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

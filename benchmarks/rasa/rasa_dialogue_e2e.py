@@ -1,9 +1,9 @@
 """An unmodified Rasa 3.6 dialogue server with `nlu-engine serve` as its NLU, checked through
 Rasa's REST channel, with and without a token.
 
-    .venv/bin/python benchmarks/rasa_dialogue_e2e.py [--project examples/rasa_init] [--epochs N]
+    .venv/bin/python -m benchmarks.rasa.rasa_dialogue_e2e [--project examples/rasa_init] [--epochs N]
 
-Needs Rasa's venv (`../shared/tools/rasa-reference setup`; `$RASA_VENV`, default /tmp/rasa-ref).
+Needs Rasa's venv (`../shared/tools/rasa-reference setup`; `$RASA_VENV`, default ${TMPDIR:-/tmp}/rasa-ref).
 For the project (default: both examples) it
 
 1. trains nlu_engine on the project as it is (`nlu-engine train --config config.yml --data data
@@ -39,11 +39,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-from nlu_engine.server.process import ServerProcess, free_port  # noqa: E402
+from benchmarks.common import RASA_VENV, RESULTS, ROOT
+from nlu_engine.server.process import ServerProcess, free_port
 
-RASA_VENV = Path(os.environ.get("RASA_VENV", "/tmp/rasa-ref"))
 RASA_ENV = {"RASA_TELEMETRY_ENABLED": "false", "SQLALCHEMY_SILENCE_UBER_WARNING": "1",
             "TF_CPP_MIN_LOG_LEVEL": "2"}
 TOKEN = "e2e-nlu-token"
@@ -227,7 +225,7 @@ def main() -> int:
                         help="a project folder (default: both examples)")
     parser.add_argument("--epochs", type=int, default=None,
                         help="nlu_engine's DIET / ResponseSelector epochs (default: the config's)")
-    parser.add_argument("--out", default=str(ROOT / "benchmark_results" / "rasa_dialogue_e2e.json"))
+    parser.add_argument("--out", default=str(RESULTS / "rasa_dialogue_e2e.json"))
     args = parser.parse_args()
     if not (RASA_VENV / "bin" / "rasa").is_file():
         raise SystemExit(f"no Rasa at {RASA_VENV}; run ../shared/tools/rasa-reference setup or set RASA_VENV")

@@ -1,8 +1,8 @@
 """Issue 21's experiment: fine-tune a model with intents it has never seen, against a full retrain.
 
-    .venv/bin/python benchmarks/finetune_benchmark.py snips      [--out finetune_results]
-    .venv/bin/python benchmarks/finetune_benchmark.py nlu_eval   [--out finetune_results]
-    .venv/bin/python benchmarks/finetune_benchmark.py custom --train data/nlu.yml \\
+    .venv/bin/python -m benchmarks.studies.finetune_benchmark snips      [--out finetune_results]
+    .venv/bin/python -m benchmarks.studies.finetune_benchmark nlu_eval   [--out finetune_results]
+    .venv/bin/python -m benchmarks.studies.finetune_benchmark custom --train data/nlu.yml \\
         --test data/nlu.yml --held-out order_pizza [--set DIETClassifier.epochs=20]
 
 For the data set's training data without the held-out intents (and so without the entity types
@@ -37,19 +37,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import NLU_EVAL, SNIPS
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.evaluation import evaluate, undo_fallback
 from nlu_engine.evaluation.benchmarking import cpu_model, headline_scores
 from nlu_engine.training_data import load_data, write_data
 
-ROOT = Path(__file__).resolve().parents[1]
-DATASETS = ROOT.parent / "shared" / "datasets"
 PRESETS: dict[str, dict[str, Any]] = {
-    "snips": {"train": DATASETS / "SNIPS" / "train.md", "test": DATASETS / "SNIPS" / "test.md",
+    "snips": {"train": SNIPS / "train.md", "test": SNIPS / "test.md",
               "held_out": ["RateBook"]},
-    "nlu_eval": {"train": DATASETS / "NLU-Evaluation-Data" / "KFold_1" / "train.md",
-                 "test": DATASETS / "NLU-Evaluation-Data" / "KFold_1" / "test.md",
+    "nlu_eval": {"train": NLU_EVAL / "KFold_1" / "train.md", "test": NLU_EVAL / "KFold_1" / "test.md",
                  "held_out": ["alarm_set", "qa_currency", "transport_taxi"]},
 }
 TARGETS = {"time_ratio": 0.20, "score_gap": 0.5, "held_out_recall": 0.95, "no_change_s": 10.0}

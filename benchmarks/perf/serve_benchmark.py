@@ -1,6 +1,6 @@
 """Measure the HTTP server: start-to-ready time, sequential latency, concurrent throughput, memory.
 
-    .venv/bin/python benchmarks/serve_benchmark.py -m models/snips-diet.tar.gz \
+    .venv/bin/python -m benchmarks.perf.serve_benchmark -m models/snips-diet.tar.gz \
         [--data ../shared/datasets/SNIPS/test.md] [--requests 500] [--clients 8] [--total 2000]
 
 Starts ``nlu-engine serve`` as a child process on 127.0.0.1 (a free port) and measures:
@@ -28,10 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nlu_engine.server.process import LOOPBACK, ServerProcess  # noqa: E402
+from nlu_engine.server.process import LOOPBACK, ServerProcess
 
 DEFAULT_TEXTS = [
     "book a table for two in Berlin tomorrow",

@@ -1,7 +1,7 @@
 """How nlu_engine's intent confidences compare with Rasa 3.6's, and which FallbackClassifier
 threshold gives the same fallback rate.
 
-    .venv/bin/python benchmarks/fallback_thresholds.py \
+    .venv/bin/python -m benchmarks.studies.fallback_thresholds \
         --train ../shared/datasets/NLU-Evaluation-Data/KFold_1/test.md \
         --train ../shared/datasets/NLU-Evaluation-Data/KFold_2/test.md \
         --test ../shared/datasets/NLU-Evaluation-Data/KFold_3/test.md
@@ -31,8 +31,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-RASA = ROOT.parent / "shared" / "tools" / "rasa-reference"
+from benchmarks.common import RASA_REFERENCE, RESULTS, ROOT
+
 CLI = [sys.executable, "-m", "nlu_engine"]
 THRESHOLDS = [round(0.05 * i, 2) for i in range(1, 20)]
 DEFAULT_CONFIG = {
@@ -97,10 +97,10 @@ def train_and_parse(config: Path, train: Path, test_texts: list[str], work: Path
     start = time.perf_counter()
     rasa_work = work / "rasa"
     rasa_work.mkdir()
-    run([str(RASA), "train", str(config), str(train), str(rasa_work)], cwd=rasa_work)
+    run([str(RASA_REFERENCE), "train", str(config), str(train), str(rasa_work)], cwd=rasa_work)
     out["rasa_train_s"] = round(time.perf_counter() - start, 1)
     model = sorted((rasa_work / "models").glob("*.tar.gz"))[-1]
-    lines = run([str(RASA), "parse", str(model)], stdin="\n".join(test_texts) + "\n", cwd=rasa_work)
+    lines = run([str(RASA_REFERENCE), "parse", str(model)], stdin="\n".join(test_texts) + "\n", cwd=rasa_work)
     out["rasa"] = [json.loads(line) for line in lines.splitlines() if line.startswith("{")]
     return out
 
@@ -110,9 +110,8 @@ def main() -> int:
     parser.add_argument("--train", action="append", required=True)
     parser.add_argument("--test", required=True)
     parser.add_argument("--config", default=None, help="a config.yml (default: see the module doc)")
-    parser.add_argument("--out", default=str(ROOT / "benchmark_results" / "fallback_thresholds.json"))
+    parser.add_argument("--out", default=str(RESULTS / "fallback_thresholds.json"))
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from nlu_engine.training_data import load_data
 
     with tempfile.TemporaryDirectory(prefix="fallback-") as tmp:

@@ -1,7 +1,7 @@
 """How many of a data set's entities a tokenizer's tokens can hold exactly: the ceiling of
 exact-span recall for a model that tags whole tokens (DIET, CRFEntityExtractor).
 
-    .venv/bin/python benchmarks/zh_alignment.py training_configs/cais.yml
+    .venv/bin/python -m benchmarks.studies.zh_alignment training_configs/cais.yml
 
 For JiebaTokenizer without and with ``split_annotated_words`` (trained on the config's train
 file), prints the share of the test file's entities whose start and end both fall on token
@@ -14,14 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nlu_engine.contract.message import Message  # noqa: E402
-from nlu_engine.evaluation.benchmarking import read_training_config  # noqa: E402
-from nlu_engine.tokenizers.base import BaseTokenizer  # noqa: E402
-from nlu_engine.tokenizers.jieba import JiebaTokenizer  # noqa: E402
-from nlu_engine.training_data import load_data  # noqa: E402
+from nlu_engine.contract.message import Message
+from nlu_engine.evaluation.benchmarking import read_training_config
+from nlu_engine.tokenizers.base import BaseTokenizer
+from nlu_engine.tokenizers.jieba import JiebaTokenizer
+from nlu_engine.training_data import load_data
 
 
 def aligned_share(tokenizer: BaseTokenizer, messages: list[Message]) -> tuple[int, int]:

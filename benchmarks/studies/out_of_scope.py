@@ -3,25 +3,22 @@ NLU-Evaluation-Data KFold_N's training split without K intents (chosen by seed),
 split, where the left-out intents' messages are out of scope. Writes `nlu-engine test`'s reports
 (summary.json, the reliability diagram, the fallback sweep) to --out and prints the summary.
 
-    .venv/bin/python benchmarks/out_of_scope.py --config nlu_engine/pipelines/diet.yml --out results/oos_diet
+    .venv/bin/python -m benchmarks.studies.out_of_scope --config nlu_engine/pipelines/diet.yml \
+        --out results/oos_diet
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "datasets" / "NLU-Evaluation-Data"
+from benchmarks.common import DIET_CONFIG, NLU_EVAL
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(DIET_CONFIG))
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--hold-out-intents", type=int, default=10)
     parser.add_argument("--seed", type=int, default=42)
@@ -33,8 +30,8 @@ def main() -> None:
     from nlu_engine.evaluation.reports import format_summary, write_reports
     from nlu_engine.training_data import load_data
 
-    train = load_data(DATA / f"KFold_{args.fold}" / "train.md")
-    test = load_data(DATA / f"KFold_{args.fold}" / "test.md")
+    train = load_data(NLU_EVAL / f"KFold_{args.fold}" / "train.md")
+    test = load_data(NLU_EVAL / f"KFold_{args.fold}" / "test.md")
     unknown = held_out_intents(train, args.hold_out_intents, args.seed)
     train, messages = without_intents(train, test.messages, unknown, "out_of_scope")
     start = time.perf_counter()

@@ -1,6 +1,6 @@
 """Train nlu_engine and Rasa 3.6 on the same data with the same config.yml, side by side.
 
-    .venv/bin/python benchmarks/compare_rasa.py --data ../shared/datasets/SNIPS/train.md \
+    .venv/bin/python -m benchmarks.rasa.compare_rasa --data ../shared/datasets/SNIPS/train.md \
         --config pipelines/diet.yml --epochs 3 --rounds 2
 
 Runs A B A B ... (ours, then Rasa's, per round) so machine noise hits both, and prints per-epoch
@@ -26,8 +26,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-RASA = ROOT.parent / "shared" / "tools" / "rasa-reference"
+from benchmarks.common import DIET_CONFIG, RASA_REFERENCE, RESULTS
 
 
 def with_epochs(config: Path, epochs: int, out: Path) -> Path:
@@ -70,7 +69,7 @@ def run_rasa(config: Path, data: Path, out: Path, epochs: int) -> dict:
     workdir = out / "rasa-cwd"
     workdir.mkdir(parents=True, exist_ok=True)
     paths = [str(p.resolve()) for p in (config, data, out)]
-    result = subprocess.run([str(RASA), "train", *paths],
+    result = subprocess.run([str(RASA_REFERENCE), "train", *paths],
                             capture_output=True, text=True, check=False, cwd=workdir)
     text = result.stdout + result.stderr
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)", text)
@@ -97,10 +96,10 @@ def run_rasa(config: Path, data: Path, out: Path, epochs: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", required=True)
-    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
+    parser.add_argument("--config", default=str(DIET_CONFIG))
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--out", default=str(ROOT / "benchmark_results" / "compare_rasa.json"))
+    parser.add_argument("--out", default=str(RESULTS / "compare_rasa.json"))
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="compare-rasa-") as tmp:

@@ -1,6 +1,6 @@
 """Check `nlu-engine test` reports against an independent computation from `nlu-engine parse`.
 
-    .venv/bin/python benchmarks/check_reports.py \
+    .venv/bin/python -m benchmarks.rasa.check_reports \
         --test ../shared/datasets/NLU-Evaluation-Data/KFold_1/test.md \
         (--model models/x.tar.gz | --config pipelines/logreg.yml --train .../train.md [--set K=V ...])
 
@@ -26,7 +26,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.common import ROOT
+
 CLI = [sys.executable, "-m", "nlu_engine.cli.main"]
 TOLERANCE = 1e-9
 
@@ -223,7 +224,6 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], help="training override K=V")
     parser.add_argument("--out", default=None, help="folder for the reports (default: a temp folder)")
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     from nlu_engine.training_data import load_data  # the data reader only, not the metrics
 
     work = Path(args.out or tempfile.mkdtemp(prefix="check-reports-"))

@@ -4,13 +4,13 @@
 # TF-IDF + LinearSVC / CRFsuite baseline on the same splits, then the settings of the fine-tuned
 # pipeline one at a time on NLU-Evaluation-Data fold 1.
 #
-#   benchmarks/language_model_campaign.sh [OUT] [part ...]   parts: side-by-side baseline settings
+#   benchmarks/studies/language_model_campaign.sh [OUT] [part ...]   parts: side-by-side baseline settings
 #
 # Run it alone on the machine: every training is timed (whole `nlu-engine train` process), and
 # another job on the cores changes the times (not the scores: training is seeded). Results go to
 # OUT (default benchmark_results/language_model) as JSON and markdown, one file per run.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 BIN=${BIN:-.venv/bin}
 OUT=${1:-benchmark_results/language_model}
 shift || true
@@ -37,8 +37,8 @@ for part in $PARTS; do
         done
         ;;
     baseline)
-        "$BIN/python" benchmarks/baseline.py training_configs/snips.yml --out "$OUT/baseline"
-        "$BIN/python" benchmarks/baseline.py training_configs/nlu_eval.yml --out "$OUT/baseline"
+        "$BIN/python" -m benchmarks.studies.baseline training_configs/snips.yml --out "$OUT/baseline"
+        "$BIN/python" -m benchmarks.studies.baseline training_configs/nlu_eval.yml --out "$OUT/baseline"
         ;;
     settings)
         # one setting changed at a time from pipelines/diet_bert_finetuned.yml, NLU-Eval fold 1

@@ -1,7 +1,7 @@
 """One training step (forward and backward) of three MiniLM-sized layers, float32 against bfloat16
 matrix products, to see what oneDNN and the CPU's bfloat16 instructions give.
 
-    TF_ENABLE_ONEDNN_OPTS=1 .venv/bin/python benchmarks/encoder_step.py [--batch 64] [--length 20]
+    TF_ENABLE_ONEDNN_OPTS=1 .venv/bin/python -m benchmarks.perf.encoder_step [--batch 64] [--length 20]
         [--dtype float32|bfloat16] [--runs 15]
 
 Run it with ``TF_ENABLE_ONEDNN_OPTS=0`` and ``=1`` (TensorFlow reads it once, at import) and
@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
 
 import numpy as np
+
+from benchmarks.common import median_ms
 
 HIDDEN, INNER, HEADS, LAYERS = 384, 1536, 12, 3
 
@@ -57,16 +58,10 @@ def main() -> None:
             loss = tf.reduce_sum(h * h)
         return tape.gradient(loss, [w for layer in layers for w in layer])
 
-    step(x0)
-    times = []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        grads = step(x0)
-        grads[0].numpy()
-        times.append(time.perf_counter() - start)
+    milliseconds = median_ms(lambda: step(x0)[0].numpy(), args.runs)  # after one warm-up step
     print(json.dumps({"dtype": args.dtype, "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
                       "batch": size, "length": length,
-                      "median_ms": round(1000 * float(np.median(times)), 1)}))
+                      "median_ms": round(milliseconds, 1)}))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Parse latency of a trained model, measured as `nlu-engine benchmark` measures it, several times.
 
-    .venv/bin/python benchmarks/parse_latency.py -m MODEL.tar.gz --data TEST.md [--runs 3] [--scores]
+    .venv/bin/python -m benchmarks.perf.parse_latency -m MODEL.tar.gz --data TEST.md [--runs 3] [--scores]
 
 `nlu-engine benchmark` times parsing once, right after training, in the process that trained;
 this script loads a kept archive (`--keep-models`) in a fresh process and times it `--runs` times:
@@ -18,19 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from nlu_engine.assembly.model import Model  # noqa: E402
-from nlu_engine.classifiers.diet.onnx_graph import use_onnx  # noqa: E402
-from nlu_engine.evaluation import evaluate  # noqa: E402
-from nlu_engine.evaluation.benchmarking import _latencies, cpu_model, headline_scores  # noqa: E402
-from nlu_engine.featurizers.dense.bert_onnx import choose_runtime  # noqa: E402
-from nlu_engine.training_data import load_data  # noqa: E402
+from nlu_engine.assembly.model import Model
+from nlu_engine.classifiers.diet.onnx_graph import use_onnx
+from nlu_engine.evaluation import evaluate
+from nlu_engine.evaluation.benchmarking import _latencies, cpu_model, headline_scores
+from nlu_engine.featurizers.dense.bert_onnx import choose_runtime
+from nlu_engine.training_data import load_data
 
 
 def main(argv: list[str] | None = None) -> int:

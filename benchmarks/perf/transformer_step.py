@@ -1,6 +1,6 @@
 """Milliseconds of DIET's transformer training step, and of its gelu and dropout, in isolation.
 
-    .venv/bin/python benchmarks/transformer_step.py [--batch 64] [--length 12] [--steps 40]
+    .venv/bin/python -m benchmarks.perf.transformer_step [--batch 64] [--length 12] [--steps 40]
         [--variants full,keras_ops,no_dropout,no_relative,one_layer,xla] [--ops]
 
 Each variant builds DIET's default transformer (2 layers, 256 units, 4 heads, relative attention,
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 from collections.abc import Callable
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # as in DIET training
@@ -27,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import keras
 import tensorflow as tf
 
+from benchmarks.common import median_ms
 from nlu_engine.classifiers.diet import transformer
 from nlu_engine.classifiers.diet.layers import Dropout, gelu
 
@@ -38,16 +37,6 @@ VARIANTS = {
     "xla": {"jit_compile": True},
     "keras_ops": {"keras_ops": True},  # Keras's gelu and Dropout, as before 3eaca7b
 }
-
-
-def median_ms(function: Callable[[], tf.Tensor], steps: int) -> float:
-    function()  # trace (and compile)
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        function().numpy()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
 
 
 def transformer_step(batch: int, length: int, steps: int, variant: dict) -> float:
@@ -79,7 +68,7 @@ def transformer_step(batch: int, length: int, steps: int, variant: dict) -> floa
         return tf.add_n([tf.reduce_sum(g) for g in gradients])
 
     compiled = tf.function(step, jit_compile=jit)
-    return median_ms(lambda: compiled(x, mask), steps)
+    return median_ms(lambda: compiled(x, mask).numpy(), steps)
 
 
 def activation_ms(activation: Callable[[tf.Tensor], tf.Tensor], steps: int) -> float:
@@ -93,7 +82,7 @@ def activation_ms(activation: Callable[[tf.Tensor], tf.Tensor], steps: int) -> f
         return tape.gradient(loss, x)
 
     compiled = tf.function(step)
-    return median_ms(lambda: compiled(x), steps)
+    return median_ms(lambda: compiled(x).numpy(), steps)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Repeatable performance measurements: latency, throughput, training step and epoch times."""

@@ -1,0 +1,1 @@
+"""One-off studies whose results are recorded in BENCHMARKS.md."""

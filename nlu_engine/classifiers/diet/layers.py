@@ -24,7 +24,7 @@ def gelu(x: tf.Tensor) -> tuple[tf.Tensor, Callable]:
 
     Written out with its own gradient, dy * (Phi(x) + x * phi(x)), which reuses the forward
     pass's Phi(x). Keras's and ``tf.nn.gelu``'s (erfc of -x / sqrt 2, differentiated op by
-    op) are slower forward and backward (``benchmarks/transformer_step.py --ops`` compares them;
+    op) are slower forward and backward (``benchmarks.perf.transformer_step --ops`` compares them;
     figures in BENCHMARKS.md).
 
     x [...] -> [...]
@@ -146,7 +146,7 @@ class Dropout(keras.layers.Layer):
     32-bit draw is split into two 16-bit ones, and an element is dropped when its 16-bit number
     is below ``round(rate * 65536)``: the rate is exact to 1/65,536. Drawing the random numbers
     is a noticeable part of a training step's time, so half as many make dropout faster
-    (``benchmarks/transformer_step.py --ops``; figures in BENCHMARKS.md). Seeded from Keras's
+    (``benchmarks.perf.transformer_step --ops``; figures in BENCHMARKS.md). Seeded from Keras's
     global seed like ``keras.layers.Dropout``, so seeded runs stay reproducible.
 
     x [..., D] -> [..., D] (kept values scaled by 1 / (1 - rate); identity unless training)

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
+from nlu_engine.classifiers.diet.encoding import text_features
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import (
     FEATURES,
@@ -239,8 +240,9 @@ class ResponseSelector(DIETClassifier):
         return True
 
     def _check_features(self, example: Message) -> None:
+        origins = self.config.featurizers or None
         has = {
-            kind: any(self._features(example, kind, sparse) is not None for sparse in (True, False))
+            kind: any(text_features(example, kind, sparse, origins) is not None for sparse in (True, False))
             for kind in ("sequence", "sentence")
         }
         if not (has["sequence"] or has["sentence"]):

@@ -1,14 +1,14 @@
 """DIETClassifier: the component around the DIET network.
 
-Messages <-> tensors, intent and tag vocabularies, the training loop (progress bar, hold-out
-evaluation, early stopping, best-checkpoint restore), batched prediction, and persistence
-(weights as ``.npz``, everything else JSON). The network itself is in ``model.py``.
+Its config, training and fine-tuning (``training.fit`` on a ``spec.TrainingSpec``, resuming
+through ``resume.py``), the calibration (``calibrating.py``) and batched prediction in NumPy
+(``inference.py``). Messages become arrays in ``encoding.py``; ``storage.py`` holds the
+storage format (``persist`` / ``load``). The network itself is in ``model.py``.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from nlu_engine.classifiers import calibration
-from nlu_engine.classifiers.diet import weight_names
+from nlu_engine.classifiers.diet import encoding, storage
 from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
-from nlu_engine.classifiers.diet.quantize import dequantize_rows, half_precision, quantize_rows
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
 from nlu_engine.classifiers.diet.spec import NetworkParams, TrainingOptions, TrainingSpec, Vocabularies
 from nlu_engine.classifiers.ranking import write_intent
@@ -38,7 +37,6 @@ from nlu_engine.contract.component import (
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.contract.message import TEXT, Message
-from nlu_engine.contract.npz import load_npz
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import bilou
 
@@ -46,13 +44,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.encoders import EncoderSlot
 
 PREDICT_BATCH = 64
-WEIGHTS_FILE = "weights.npz"
-EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
-#: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
-WEIGHTS_FORMAT = 2
-#: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
-SPARSE_TABLES = weight_names.SPARSE_TABLES
-INT8, SCALE = ":int8", ":scale"
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +186,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         return NetworkParams.from_config(self.config, self.default_widths)
 
     def vocabularies(self) -> Vocabularies:
-        """What training learned from the data before the network (``_learn_vocabularies``)."""
+        """What training learned from the data before the network (``_learn_vocabularies``,
+        ``_label_features``)."""
         return Vocabularies(
             seq_vocab=self.seq_vocab_, sent_vocab=self.sent_vocab_,
             dense_seq_dim=self.dense_seq_dim_, dense_sent_dim=self.dense_sent_dim_,
@@ -212,126 +204,32 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             label_features=label_features, encoders=tuple(slots),
         )
 
-    # --- messages -> arrays --------------------------------------------------------------
-    def _features(self, message: Message, kind: str, sparse: bool):
-        return message.features_for(TEXT, kind, sparse, self.config.featurizers or None)  # type: ignore[arg-type]
-
-    def _encode(self, messages: list[Message], with_targets: bool, slots: list[EncoderSlot] | None = None):
-        """The messages as arrays; the dense columns of fine-tuned encoders (``slots``) left out,
-        since the network computes them."""
-        from nlu_engine.classifiers.diet.batching import EncodedData, stack_blocks
-        from nlu_engine.classifiers.diet.encoders import dense_features, input_widths
-
-        lengths = np.array([max(len(m.tokens.get(TEXT, [])), 1) for m in messages], np.int32)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        origins = self.config.featurizers or None
-        seq_blocks = [m.sparse_blocks(TEXT, "sequence", origins) for m in messages]
-        sent_blocks = [m.sparse_blocks(TEXT, "sentence", origins) for m in messages]
-        without = {slot.encoder.origin() for slot in slots or []}
-        seq_dim, sent_dim = input_widths(self.dense_seq_dim_, self.dense_sent_dim_, slots or [])
-        dense_seq, dense_sent = [], []
-        for message, n in zip(messages, lengths, strict=True):
-            if seq_dim:
-                d = dense_features(message, "sequence", origins, without)
-                dense_seq.append(d if d is not None and d.shape[0] == n else
-                                 np.zeros((n, seq_dim), np.float32))
-            if sent_dim:
-                d = dense_features(message, "sentence", origins, without)
-                dense_sent.append(d if d is not None else np.zeros((1, sent_dim), np.float32))
-        tags: dict[str, np.ndarray] = {}
-        label_ids = np.full(len(messages), -1, np.int32)
-        if with_targets:
-            index = {name: i for i, name in enumerate(self.intents_)}
-            label_ids = np.array([index.get(self.label_of(m) or "", -1) for m in messages], np.int32)
-            for kind, vocabulary in self.tag_vocab_.items():
-                ids = {tag: i for i, tag in enumerate(vocabulary)}
-                per_token = []
-                for message, n in zip(messages, lengths, strict=True):
-                    tokens = message.tokens.get(TEXT, [])
-                    names = bilou.entity_tags(tokens, message.entities, kind, self.config.BILOU_flag)
-                    row = [ids.get(t, 0) for t in names] or [0]
-                    per_token.append(np.array(row[:n] + [0] * (n - len(row)), np.int32))
-                tags[kind] = np.concatenate(per_token) if per_token else np.zeros(0, np.int32)
-        return EncodedData(
-            lengths=lengths,
-            offsets=offsets,
-            seq=stack_blocks(seq_blocks, lengths, self.seq_vocab_),
-            sent=stack_blocks(sent_blocks, np.ones(len(messages), np.int64), self.sent_vocab_),
-            dense_seq=np.concatenate(dense_seq).astype(np.float32) if dense_seq else None,
-            dense_sent=np.concatenate(dense_sent).astype(np.float32) if dense_sent else None,
-            label_ids=label_ids,
-            tags=tags,
-        )
-
-    def _blocks(self, message: Message, attribute: str, kind: str,
-                origins: list[str] | None = None) -> list[list[Any]]:
-        """[origin, width] of each sparse block ``features_for`` stacks side by side, in order:
-        fine-tuning maps the stored input rows block by block onto grown vocabularies."""
-        return [[f.origin, int(f.matrix.shape[1])] for f in message.features
-                if f.attribute == attribute and f.kind == kind and f.is_sparse
-                and (not origins or f.origin in origins)]
-
+    # --- messages -> arrays (``encoding.py``) ----------------------------------------------
     def _learn_vocabularies(self, data: TrainingData, examples: list[Message]) -> None:
-        first = examples[0]
-        origins = self.config.featurizers or None
-        self.seq_blocks_ = self._blocks(first, TEXT, "sequence", origins)
-        self.sent_blocks_ = self._blocks(first, TEXT, "sentence", origins)
-        seq = self._features(first, "sequence", True)
-        sent = self._features(first, "sentence", True)
-        dseq = self._features(first, "sequence", False)
-        dsent = self._features(first, "sentence", False)
-        self.seq_vocab_ = 0 if seq is None else int(seq.shape[1])
-        self.sent_vocab_ = 0 if sent is None else int(sent.shape[1])
-        self.dense_seq_dim_ = 0 if dseq is None else int(dseq.shape[1])
-        self.dense_sent_dim_ = 0 if dsent is None else int(dsent.shape[1])
-        if not (self.seq_vocab_ or self.dense_seq_dim_):
-            raise ConfigError(
-                "DIETClassifier: the messages have no token features; add a featurizer such as "
-                "CountVectorsFeaturizer before DIETClassifier"
-            )
-        self.intents_ = self.labels_in(data, examples) if self.config.intent_classification else []
-        self.tag_vocab_: dict[str, list[str]] = {}
-        if self.config.entity_recognition:
-            for kind, values in (
-                ("entity", data.entity_types), ("role", data.roles), ("group", data.groups)
-            ):
-                if not values:
-                    continue
-                if self.config.BILOU_flag:
-                    vocabulary = ["O"] + [f"{p}-{v}" for v in values for p in "BILU"]
-                else:
-                    vocabulary = ["O", *values]
-                self.tag_vocab_[kind] = vocabulary
+        """Keep what ``encoding.learn_vocabularies`` learns of the examples, and the trailing
+        punctuation entities leave out."""
+        labels = self.labels_in(data, examples) if self.config.intent_classification else []
+        learned = encoding.learn_vocabularies(
+            data, examples, labels, origins=self.config.featurizers or None,
+            entity_recognition=self.config.entity_recognition, bilou_tags=self.config.BILOU_flag,
+        )
+        self.seq_blocks_, self.sent_blocks_ = learned.seq_blocks, learned.sent_blocks
+        self.seq_vocab_, self.sent_vocab_ = learned.seq_vocab, learned.sent_vocab
+        self.dense_seq_dim_, self.dense_sent_dim_ = learned.dense_seq_dim, learned.dense_sent_dim
+        self.intents_ = list(learned.intents)
+        self.tag_vocab_: dict[str, list[str]] = {kind: list(tags) for kind, tags in learned.tags.items()}
         self.trailing_punctuation_: dict[str, str] = (
             bilou.trailing_punctuation((m.text, m.tokens.get(TEXT, []), m.entities) for m in examples)
             if self.config.BILOU_flag and "entity" in self.tag_vocab_ else {}
         )
 
     def _label_features(self, examples: list[Message]) -> np.ndarray:
-        """A bag of the intent attribute's features per intent, or one-hot when there are none."""
-        n = len(self.intents_)
-        rows: dict[str, np.ndarray] = {}
-        for message in examples:
-            label = self.label_of(message)
-            if label in rows or label not in self.intents_:
-                continue
-            seq = message.features_for(self.label_attribute, "sequence", True)
-            sent = message.features_for(self.label_attribute, "sentence", True)
-            parts = []
-            if seq is not None:
-                parts.append(np.asarray(seq.sum(axis=0)).ravel())
-            elif sent is not None:
-                parts.append(sent.toarray().ravel())
-            if parts:
-                rows[str(label)] = np.concatenate(parts)
-        if len(rows) == n and n and len({r.shape for r in rows.values()}) == 1:
-            first = next(m for m in examples if self.label_of(m) in rows)
-            seq = first.features_for(self.label_attribute, "sequence", True)
-            kind = "sequence" if seq is not None else "sentence"
-            self.label_blocks_: list[list[Any]] | None = self._blocks(first, self.label_attribute, kind)
-            return np.stack([rows[name] for name in self.intents_]).astype(np.float32)
-        self.label_blocks_ = []  # one-hot: a column per intent
-        return np.eye(n, dtype=np.float32)
+        """A bag of the label attribute's features per intent, or one-hot when there are none
+        (``encoding.label_features``); their blocks kept for fine-tuning."""
+        features, blocks = encoding.label_features(examples, self.intents_, self.label_of,
+                                                   self.label_attribute)
+        self.label_blocks_: list[list[Any]] | None = blocks
+        return features
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
@@ -385,7 +283,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         if previous is not None:
             stored = StoredModel(previous.vocabularies(), previous.weights_, previous.example_hashes_)
             resume = plan(stored, spec.data, hashes, options or FinetuneOptions())
-        encoded = self._encode(examples, with_targets=True, slots=slots)
+        encoded = encoding.encode(examples, spec.data, self.config.featurizers or None, self.label_of, slots)
         encoded.ragged = ragged_inputs(slots, examples)
         network, self.history_ = fit(spec, encoded, resume=resume)
         del encoded
@@ -395,22 +293,12 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         exported = network.export_weights()
         del network
         gc.collect()
-        # weights are stored as float16 (half the archive) and the sparse input tables
-        # (vocabulary x 128: most of the model) as int8 with one scale per row; rounding
-        # them now, one at a time, keeps predictions identical before and after saving
-        self.weights_: dict[str, np.ndarray] = {}
-        self.quantized_: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for name in list(exported):
-            weights = exported.pop(name)
-            if self.config.sparse_weights_dtype == "int8" and name in SPARSE_TABLES:
-                q, scale = quantize_rows(weights)
-                del weights
-                self.quantized_[name] = (q, scale)
-                self.weights_[name] = dequantize_rows(q, scale)
-            else:
-                self.weights_[name] = half_precision(weights)
+        # rounded as they are stored: predictions stay the same before and after saving
+        self.weights_: dict[str, np.ndarray]
+        self.quantized_: storage.Quantized
+        self.weights_, self.quantized_ = storage.stored_precision(exported, self.config.sparse_weights_dtype)
         self.label_features_ = label_features
-        self.example_hashes_ = hashes
+        self.example_hashes_: np.ndarray | None = hashes
         self._build_predict()
 
     def _seed(self) -> None:
@@ -440,7 +328,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         """Per message: intent confidences [N] and per tag kind decoded ids and confidences."""
         from nlu_engine.classifiers.diet.batching import make_batch
 
-        encoded = self._encode(messages, with_targets=False)
+        encoded = encoding.encode(messages, self.vocabularies(), self.config.featurizers or None)
         results: list[dict[str, np.ndarray]] = [{} for _ in messages]
         order = np.argsort(encoded.lengths, kind="stable")
         for start in range(0, len(order), PREDICT_BATCH):
@@ -493,19 +381,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             trailing=self.trailing_punctuation_,
         )
 
-    # --- persistence ----------------------------------------------------------------------
+    # --- persistence (``storage.py``) -----------------------------------------------------
     def persist(self, directory: Path) -> None:
-        stored = {
-            name: w.astype(np.float16) if w.dtype == np.float32 else w
-            for name, w in self.weights_.items() if name not in self.quantized_
-        }
-        for name, (q, scale) in self.quantized_.items():
-            stored[f"{name}{INT8}"], stored[f"{name}{SCALE}"] = q, scale
-        np.savez_compressed(directory / WEIGHTS_FILE, **stored)
-        np.savez(directory / "label_features.npz", label_features=self.label_features_)
-        np.savez_compressed(directory / EXAMPLES_FILE, hashes=self.example_hashes_)
         state = {
-            "format": WEIGHTS_FORMAT,
             "intents": self.intents_,
             "tag_vocabularies": self.tag_vocab_,
             "trailing_punctuation": self.trailing_punctuation_,
@@ -513,29 +391,27 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             "sent_vocab": self.sent_vocab_,
             "dense_seq_dim": self.dense_seq_dim_,
             "dense_sent_dim": self.dense_sent_dim_,
-            "weight_shapes": {name: list(w.shape) for name, w in self.weights_.items()},
             "input_blocks": {"sequence": self.seq_blocks_, "sentence": self.sent_blocks_,
                              "label": self.label_blocks_},
             "history": self.history_,
             "out_of_scope_intent": self.out_of_scope_intent_,
         }
-        (directory / "diet.json").write_text(json.dumps(state, ensure_ascii=False))
+        storage.save(directory, storage.Stored(
+            state=state, weights=self.weights_, quantized=self.quantized_,
+            label_features=self.label_features_, example_hashes=self.example_hashes_,
+        ))
         self.calibration_.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
         """Restore the weights as they were saved (no TensorFlow, no retraining)."""
         component = cls(**config)
-        state = json.loads((directory / "diet.json").read_text(encoding="utf-8"))
-        if state.get("format") != WEIGHTS_FORMAT:
-            raise ValueError(
-                f"the model was saved by an older nlu_engine (weights format {state.get('format', 1)}, "
-                f"this version reads {WEIGHTS_FORMAT}); train it again"
-            )
+        stored = storage.load(directory)
+        state = stored.state
         component.intents_ = [str(i) for i in state["intents"]]
         component.tag_vocab_ = {str(k): [str(t) for t in v] for k, v in state["tag_vocabularies"].items()}
         component.trailing_punctuation_ = bilou.stored_trailing_punctuation(
-            state.get("trailing_punctuation"), "diet.json"
+            state.get("trailing_punctuation"), storage.STATE_FILE
         )
         for key in ("seq_vocab", "sent_vocab", "dense_seq_dim", "dense_sent_dim"):
             setattr(component, f"{key}_", int(state[key]))
@@ -544,27 +420,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         component.seq_blocks_ = blocks.get("sequence")
         component.sent_blocks_ = blocks.get("sentence")
         component.label_blocks_ = blocks.get("label")
-        component.example_hashes_ = None
-        if (directory / EXAMPLES_FILE).is_file():
-            component.example_hashes_ = load_npz(directory / EXAMPLES_FILE)["hashes"].astype(np.uint64)
-        label_features = load_npz(directory / "label_features.npz")["label_features"]
-        component.label_features_ = label_features.astype(np.float32)
-        stored = load_npz(directory / WEIGHTS_FILE)
-        weights, component.quantized_ = {}, {}
-        for name, w in stored.items():
-            if name.endswith(INT8):
-                base = name[: -len(INT8)]
-                q, scale = w.astype(np.int8), stored[f"{base}{SCALE}"].astype(np.float32)
-                if q.ndim != 2 or scale.shape != (q.shape[0],):
-                    raise ValueError(f"the quantized weights '{base}' are malformed")
-                component.quantized_[base] = (q, scale)
-                weights[base] = dequantize_rows(q, scale)
-            elif not name.endswith(SCALE):
-                weights[name] = w.astype(np.float32) if w.dtype == np.float16 else w
-        shapes = {str(k): list(v) for k, v in state["weight_shapes"].items()}
-        if shapes != {name: list(w.shape) for name, w in weights.items()}:
-            raise ValueError("the stored weights do not match their description in diet.json")
-        component.weights_ = weights
+        component.example_hashes_ = stored.example_hashes
+        component.label_features_ = stored.label_features
+        component.weights_, component.quantized_ = stored.weights, stored.quantized
         component.calibration_ = calibration.Calibration.load(directory)
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         try:

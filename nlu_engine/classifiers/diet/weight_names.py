@@ -3,7 +3,7 @@
 ``DIETNetwork.export_weights`` (``model.py``) writes prediction's weights under these names and
 ``DIETInference`` (``inference.py``) reads them back; a stored model's ``weights.npz`` is keyed
 by them. They are part of the archive format: renaming one needs a new ``WEIGHTS_FORMAT`` in
-``component.py``, or archives trained before would no longer load.
+``storage.py``, or archives trained before would no longer load.
 
 A layer name owns ``<layer>/kernel`` and, when it has one, ``<layer>/bias``; a LayerNorm's name
 owns ``<norm>/gamma`` and ``<norm>/beta``. For example the first transformer block's query

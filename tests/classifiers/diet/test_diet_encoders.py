@@ -15,6 +15,7 @@ pytest.importorskip("tensorflow")
 
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.encoders import dense_columns, encoder_slots, ragged_inputs
 from nlu_engine.contract.message import Features, Message
@@ -85,17 +86,17 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     slots = encoder_slots(diet.trainable_encoders, examples[0], None)
     columns = (8, 16) if between else (0, 8)
     assert [(s.seq_columns, s.sent_columns) for s in slots] == [(columns, columns)]
-    encoded = diet._encode(examples, with_targets=True, slots=slots)
+    spec = diet.training_spec(diet._label_features(examples), slots)
+    encoded = encoding.encode(examples, spec.data, None, diet.label_of, slots)
     if between:  # the frozen featurizers' columns travel in the batch, the trainable one's not
         assert encoded.dense_seq is not None and encoded.dense_seq.shape[1] == 16
     else:
         assert encoded.dense_seq is None and encoded.dense_sent is None
     encoded.ragged = ragged_inputs(slots, examples)
-    network = build_network(diet.training_spec(diet._label_features(examples), slots),
-                            ragged_signature(encoded.ragged))
+    network = build_network(spec, ragged_signature(encoded.ragged))
     batch = make_batch(encoded, np.arange(len(examples)))
     sequence, sentence = network.dense_features({k: tf.constant(v) for k, v in batch.items()}, False)
-    frozen = diet._encode(examples, with_targets=True)  # what the featurizer wrote on the messages
+    frozen = encoding.encode(examples, spec.data, None, diet.label_of)  # what the featurizer wrote
     expected = make_batch(frozen, np.arange(len(examples)))
     np.testing.assert_allclose(np.asarray(sequence), expected["dense_seq"], atol=2e-5)
     np.testing.assert_allclose(np.asarray(sentence), expected["dense_sent"], atol=2e-5)

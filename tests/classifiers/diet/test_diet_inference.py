@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlu_engine.classifiers.diet import onnx_graph
+from nlu_engine.classifiers.diet import encoding, onnx_graph
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
@@ -64,7 +64,7 @@ def test_numpy_forward_matches_tensorflow(
     network.set_weights([w + rng.normal(0, 0.3, w.shape).astype(w.dtype) if w.dtype == np.float32 else w
                          for w in network.get_weights()])
 
-    encoded = component._encode(examples, with_targets=False)
+    encoded = encoding.encode(examples, component.vocabularies(), None)
     batch = make_batch(encoded, np.arange(len(examples)))
     if dense:
         batch["dense_seq"] = rng.normal(size=(*batch["shape"], dense)).astype(np.float32)
@@ -129,23 +129,6 @@ def test_loading_and_parsing_a_diet_model_does_not_import_tensorflow(
     result, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
     assert (tensorflow, keras) == (False, False)
     assert result == json.loads(json.dumps(expected))
-
-
-def test_int8_rows_round_trip_within_half_a_step() -> None:
-    from nlu_engine.classifiers.diet.quantize import dequantize_rows, quantize_rows
-
-    rng = np.random.default_rng(1)
-    weights = rng.normal(0, 0.05, (300, 16)).astype(np.float32)
-    weights[7] = 0.0  # an all-zero row (an n-gram never trained) stays zero
-    q, scale = quantize_rows(weights)
-    assert q.dtype == np.int8 and scale.shape == (300,)
-    restored = dequantize_rows(q, scale)
-    assert np.all(np.abs(restored - weights) <= scale[:, None] / 2 + 1e-7)
-    assert not restored[7].any()
-    # quantizing what was restored gives the same integers: saving again changes nothing
-    q2, scale2 = quantize_rows(restored)
-    np.testing.assert_array_equal(q2, q)
-    np.testing.assert_allclose(scale2, scale, rtol=1e-6)
 
 
 def test_trailing_punctuation_rule_survives_saving_and_loading(tmp_path: Path) -> None:

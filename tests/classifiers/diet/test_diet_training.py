@@ -15,6 +15,7 @@ import pytest
 
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
+from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.loop import Callback, LoopState
 from nlu_engine.contract.message import Message
@@ -128,7 +129,8 @@ def test_extra_callbacks_plug_into_fit(featurized) -> None:
     component._seed()
     stopper = StopAfter(2)
     spec = component.training_spec(component._label_features(examples), [])
-    _, history = fit(spec, component._encode(examples, with_targets=True), callbacks=[stopper])
+    encoded = encoding.encode(examples, spec.data, None, component.label_of)
+    _, history = fit(spec, encoded, callbacks=[stopper])
     assert len(history["epochs"]) == 2
     # the callback runs after DIET's own: it sees the decoded tag F1 of every tag set
     assert stopper.seen == ["begin", *[["e_f1", "i_acc", "r_f1", "t_loss"]] * 2, "end"]

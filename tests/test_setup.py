@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("wheel")
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("dev", "wheel")
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "nlu.yml"

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("tokenizers")
-pytest.importorskip("safetensors")
-
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.contract.errors import ConfigError
+from tests.extras import requires_extra
 from tests.featurizers.tiny_bert import tiny_bert
+
+pytestmark = requires_extra("lm")
 
 DIET = {"name": "DIETClassifier", "epochs": 1}
 

@@ -20,6 +20,7 @@ import pytest
 
 from nlu_engine.cli import allow
 from nlu_engine.contract.errors import ConfigError
+from tests.extras import requires_extra
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
@@ -155,9 +156,8 @@ def test_allowed_combines_names_and_the_configs_custom_components(
         allow.allowed([], str(tmp_path / "missing.yml"))
 
 
+@requires_extra("server", "starlette", "uvicorn")
 def test_serve_hands_the_allow_list_to_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("starlette")
-    pytest.importorskip("uvicorn")
     import nlu_engine.server.run
     from nlu_engine.cli.main import main
 

@@ -10,6 +10,7 @@ import textwrap
 import pytest
 
 from nlu_engine.cli.main import main
+from tests.extras import requires_extra
 
 EXTRACTOR = '''
 import json
@@ -146,8 +147,8 @@ def test_model_test_writes_rasa_reports(project, capsys):
     assert "accuracy 0.6000" in out and "exact F1 0.5000" in out
 
 
+@requires_extra("plot")
 def test_no_errors_flag_and_plots(project, capsys):
-    pytest.importorskip("matplotlib")
     main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models"])
     assert main(["test", "-m", "models", "--data", "test.yml", "--out", "r", "--no-errors",
                  "--allow-component", "word_extractor.WordExtractor"]) == 0

@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli.test_cli import assert_user_error, run
 from tests.corpus.conftest import corpus_texts, read_jsonl
+from tests.extras import requires_extra
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +86,10 @@ def test_parquet_without_pyarrow(workdir: Path, logreg_archive: Path) -> None:
     assert_user_error(result, "Parquet output needs pyarrow: pip install 'nlu-engine[distributed]'")
 
 
+@requires_extra("distributed", "pyarrow")
 def test_csv_in_parquet_out(workdir: Path, logreg_archive: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
+
     (workdir / "in.csv").write_text('id,text\n1,hi there\n2,""\n3,"book a table, for two"\n',
                                     encoding="utf-8")
     result = parse(workdir, logreg_archive, "--input", "in.csv", "--output", "out.parquet")

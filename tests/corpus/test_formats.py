@@ -18,6 +18,7 @@ from nlu_engine.corpus.formats import (
     plan_chunks,
     read_chunk,
 )
+from tests.extras import requires_extra
 
 
 def read_all(path: Path, fmt: str, chunk_rows: int = 1024, max_chars: int = 2000, **kw: str) -> list[Record]:
@@ -166,9 +167,11 @@ def test_an_empty_csv_is_one_line(tmp_path: Path) -> None:
 
 
 # --- Parquet -------------------------------------------------------------------------------------
+@requires_extra("distributed", "pyarrow")
 def test_parquet_row_groups_are_chunks(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     when = datetime.datetime(2026, 1, 2, 3, 4, 5)
     table = pa.table({"id": [1, 2, 3], "text": ["hi", None, "bye"], "at": [when] * 3})
     path = tmp_path / "in.parquet"
@@ -180,9 +183,11 @@ def test_parquet_row_groups_are_chunks(tmp_path: Path) -> None:
     assert records[2].fields == {"id": 3, "at": "2026-01-02T03:04:05"}
 
 
+@requires_extra("distributed", "pyarrow")
 def test_parquet_text_column_must_hold_strings(tmp_path: Path) -> None:
-    pa = pytest.importorskip("pyarrow")
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     path = tmp_path / "in.parquet"
     pq.write_table(pa.table({"text": [1, 2]}), path)
     with pytest.raises(DataError, match="column 'text' holds int64, not strings"):

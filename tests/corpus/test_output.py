@@ -10,6 +10,7 @@ import pytest
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.corpus.formats import Record
 from nlu_engine.corpus.output import CorpusWriter, check_output, encode_row
+from tests.extras import requires_extra
 
 RESULT = {"text": "hi", "intent": {"name": "greet", "confidence": 0.9}, "entities": [],
           "intent_ranking": [{"name": "greet", "confidence": 0.9}], "text_tokens": [[0, 2]]}
@@ -66,8 +67,10 @@ def test_the_output_gets_the_mode_of_a_plain_file(tmp_path: Path) -> None:
     assert out.stat().st_mode & 0o777 == (tmp_path / "plain").stat().st_mode & 0o777
 
 
+@requires_extra("distributed", "pyarrow")
 def test_parquet_columns_get_one_type_per_field(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
+
     rows = [
         (Record("row 1", "hi", {"n": 1, "x": 1, "s": "a", "mixed": 1, "obj": {"k": 1}, "none": None}),
          RESULT),
@@ -90,8 +93,10 @@ def test_parquet_columns_get_one_type_per_field(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.parquet"]
 
 
+@requires_extra("distributed", "pyarrow")
 def test_an_empty_parquet_output_has_the_parse_columns(tmp_path: Path) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow.parquet as pq
+
     out = tmp_path / "out.parquet"
     with CorpusWriter(out, "parquet"):
         pass

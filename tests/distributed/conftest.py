@@ -13,7 +13,9 @@ from tests.corpus.conftest import logreg_archive  # noqa: F401 - a fixture these
 
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[Any]:
-    ray = pytest.importorskip("ray")
+    """(its tests are marked ``requires_extra("distributed")``)"""
+    import ray
+
     from nlu_engine.distributed.cluster import quiet_ray
 
     quiet_ray()

@@ -12,8 +12,9 @@ import pytest
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.distributed.cluster import check_address, split_address
 from tests.cli.test_cli import DATA, assert_user_error, run
+from tests.extras import requires_extra
 
-pytest.importorskip("ray")
+pytestmark = requires_extra("distributed")
 
 
 def closed_port() -> int:

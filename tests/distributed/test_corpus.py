@@ -15,6 +15,7 @@ from nlu_engine.assembly.model import Model
 from nlu_engine.corpus.output import CorpusWriter
 from nlu_engine.corpus.parsing import CorpusJob, parse_in_process, write_outputs
 from tests.corpus.conftest import corpus_texts
+from tests.extras import requires_extra
 
 
 def mixed_jsonl(path: Path, repeat: int) -> Path:
@@ -60,6 +61,7 @@ def actor_processes() -> list[int]:
     return sorted(pid for pid in mine if "GroupParser" in titles.get(pid, ""))
 
 
+@requires_extra("distributed")
 def test_a_killed_actor_loses_no_row(ray_local: Any, logreg_archive: Path, tmp_path: Path) -> None:
     """The in-process bytes, error rows included, though an actor was SIGKILLed mid-job."""
     from nlu_engine.distributed.corpus import parse_on_ray
@@ -85,6 +87,7 @@ def test_a_killed_actor_loses_no_row(ray_local: Any, logreg_archive: Path, tmp_p
     assert (tmp_path / "ray.jsonl").read_bytes() == expected
 
 
+@requires_extra("distributed")
 def test_the_cli_runs_on_the_ray_it_finds(ray_local: Any, logreg_archive: Path, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     from nlu_engine.cli.main import main
@@ -110,6 +113,7 @@ def test_groups_out_of_plan_are_refused() -> None:
 
 
 @pytest.mark.slow
+@requires_extra("distributed")
 def test_a_model_the_actors_cannot_load_is_one_line(ray_local: Any, tmp_path: Path) -> None:
     from nlu_engine.contract.errors import NLUError
     from nlu_engine.distributed.corpus import parse_on_ray

@@ -11,9 +11,9 @@ import pytest
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.process import free_port
+from tests.extras import requires_extra
 
-pytest.importorskip("ray.serve")
-httpx = pytest.importorskip("httpx")
+pytestmark = [requires_extra("distributed", "ray", "fastapi"), requires_extra("server", "httpx")]
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +34,8 @@ def deployed(ray_local: Any, logreg_archive: Path) -> Iterator[str]:
 def test_replicas_answer_as_the_model_does(deployed: str, logreg_archive: Path) -> None:
     model = Model.load(logreg_archive)
     headers = {"Authorization": "Bearer secret"}
+    import httpx
+
     with httpx.Client(base_url=deployed, trust_env=False, timeout=30, headers=headers) as http:
         for text in ["hi there", "book a table for two in Berlin"]:
             assert http.post("/model/parse", json={"text": text}).json() == model.parse(text)

@@ -13,6 +13,7 @@ from nlu_engine.contract.errors import NLUError
 from nlu_engine.evaluation.experiments import compare_configs, cross_validate
 from nlu_engine.training_data import load_data
 from tests.cli.test_cli import DATA, run
+from tests.extras import requires_extra
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +21,7 @@ def data() -> Any:
     return load_data([str(DATA)])
 
 
+@requires_extra("distributed")
 def test_comparison_scores_equal_the_sequential_run(ray_local: Any, data: Any) -> None:
     from nlu_engine.distributed.trials import RayRunner
 
@@ -31,6 +33,7 @@ def test_comparison_scores_equal_the_sequential_run(ray_local: Any, data: Any) -
     assert on_ray.num_test_examples == sequential.num_test_examples
 
 
+@requires_extra("distributed")
 def test_a_trial_cannot_ask_for_more_cpus_than_the_cluster_has(ray_local: Any, data: Any) -> None:
     from nlu_engine.distributed.trials import RayRunner
 
@@ -57,6 +60,7 @@ def test_diet_folds_on_ray_equal_a_sequential_run_with_the_same_threads(tmp_path
     assert per_fold(tmp_path / "ray") == per_fold(tmp_path / "sequential")
 
 
+@requires_extra("distributed")
 def test_the_cli_writes_the_sequential_reports(ray_local: Any, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
     from nlu_engine.cli.main import main

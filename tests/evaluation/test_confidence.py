@@ -12,6 +12,7 @@ from nlu_engine.contract.message import Message
 from nlu_engine.evaluation import evaluate
 from nlu_engine.evaluation.confidence import auroc, ece_noise_floor, evaluate_confidence, suggested_threshold
 from nlu_engine.evaluation.reports import format_summary, write_reports
+from tests.extras import requires_extra
 
 
 def parsed(name: str, confidence: float, fallback: float | None = None) -> dict[str, Any]:
@@ -91,8 +92,8 @@ def test_reports_carry_calibration_and_a_notice_without_out_of_scope_data(tmp_pa
     assert "Confidence" in (tmp_path / "index.html").read_text()
 
 
+@requires_extra("plot")
 def test_plots_include_the_reliability_diagram_and_the_sweep(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     golds = [Message(text=str(i), intent="a" if i % 2 else "out_of_scope") for i in range(40)]
     results = [parsed("a", 0.3 + i / 80, 0.5) for i in range(40)]
     summary = write_reports(evaluate(golds, results), tmp_path, plot=True)

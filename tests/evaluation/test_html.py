@@ -14,6 +14,7 @@ import pytest
 
 from nlu_engine.contract.message import Message
 from nlu_engine.evaluation import evaluate, write_reports
+from tests.extras import requires_extra
 
 CHROMIUM = Path("/usr/bin/chromium")
 
@@ -93,8 +94,8 @@ def test_page_has_all_parts(report):
     assert len(rows_of(dom, "entity-errors-DIETClassifier")) == 2
 
 
+@requires_extra("plot")
 def test_plots_are_embedded_and_decode(report):
-    pytest.importorskip("matplotlib")
     out, _, dom, _ = report
     images = re.findall(r'<img src="data:image/png;base64,', dom)
     # every PNG the report wrote is on the page: the intent matrix, histogram, reliability diagram

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from nlu_engine.evaluation import plots
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("plot")
 
 CHINESE = ["问候", "天气", "play_music"]
 

@@ -13,6 +13,7 @@ from nlu_engine.evaluation.reports import (
     write_comparison,
     write_reports,
 )
+from tests.extras import requires_extra
 
 
 def test_write_reports_files_without_plots(tmp_path, booking_case):
@@ -34,8 +35,8 @@ def test_write_reports_files_without_plots(tmp_path, booking_case):
     assert "report_seconds" in on_disk["timings"]
 
 
+@requires_extra("plot")
 def test_write_reports_plots(tmp_path, booking_case):
-    pytest.importorskip("matplotlib")
     golds, results = booking_case
     write_reports(evaluate(golds, results), tmp_path, html=False)
     for name in ("intent_confusion_matrix.png", "intent_histogram.png",
@@ -132,8 +133,8 @@ def test_response_selection_files_and_fallback_in_the_summary(tmp_path):
     assert "fallback rate" in page and "response selection accuracy" in page
 
 
+@requires_extra("plot")
 def test_response_selection_plots(tmp_path):
-    pytest.importorskip("matplotlib")
     write_reports(evaluate(*retrieval_case()), tmp_path, html=False)
     for name in ("response_selection_confusion_matrix.png", "response_selection_histogram.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

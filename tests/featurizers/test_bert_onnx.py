@@ -12,9 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("tokenizers")
-pytest.importorskip("safetensors")
-
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.featurizers.dense import bert_onnx
 from nlu_engine.featurizers.dense.bert import BertEncoder
@@ -26,10 +23,13 @@ from nlu_engine.featurizers.dense.bert_onnx import (
     parse_encoder,
 )
 from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer, resolve_weights
+from tests.extras import requires_extra
 from tests.featurizers.tiny_bert import tiny_bert
 
+pytestmark = requires_extra("lm")
+
 LM = "nlu_engine.featurizers.dense.language_model.LanguageModelFeaturizer"
-needs_onnx = pytest.mark.skipif(not bert_onnx.onnx_runtime_available(), reason="onnxruntime not installed")
+needs_onnx = requires_extra("lm", "onnxruntime", "onnx")
 
 
 @pytest.fixture

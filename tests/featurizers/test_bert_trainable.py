@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("tokenizers")
-pytest.importorskip("safetensors")
-
 from nlu_engine.contract.message import Message
 from nlu_engine.featurizers.dense.bert import load_weights
 from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from tests.extras import requires_extra
 from tests.featurizers.tiny_bert import HIDDEN, LAYERS, sentence_transformers_files, tiny_bert
+
+pytestmark = requires_extra("lm")
 
 TEXTS = [
     "hello unbelievable world!",

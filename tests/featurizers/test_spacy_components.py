@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("spacy")
-
 from nlu_engine.assembly import registry
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
@@ -21,7 +19,10 @@ from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, get_doc
 from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+from tests.extras import requires_extra
 from tests.spacy_models import needs_md, needs_sm
+
+pytestmark = requires_extra("spacy")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 COMPONENTS = {
@@ -29,8 +30,6 @@ COMPONENTS = {
     "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
     "SpacyFeaturizer": "nlu_engine.featurizers.dense.spacy_featurizer:SpacyFeaturizer",
 }
-
-
 
 
 def run(texts: list[str], model: str = "en_core_web_md", **featurizer: str) -> list[Message]:

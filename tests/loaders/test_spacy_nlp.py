@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("spacy")
-
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.loaders.spacy_nlp import SpacyNLP, lowercase_keeping_offsets, resolve_model
+from tests.extras import requires_extra
 from tests.spacy_models import needs_md
+
+pytestmark = requires_extra("spacy")
 
 
 def test_lowercasing_keeps_every_offset() -> None:

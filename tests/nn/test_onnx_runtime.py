@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nlu_engine.nn.onnx_runtime import onnx_runtime_available, process_threads, session
+from nlu_engine.nn.onnx_runtime import process_threads, session
+from tests.extras import requires_extra
 
-needs_onnx = pytest.mark.skipif(not onnx_runtime_available(), reason="onnxruntime not installed")
+needs_onnx = requires_extra("lm", "onnxruntime", "onnx")
 
 
 @needs_onnx

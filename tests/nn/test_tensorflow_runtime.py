@@ -19,19 +19,18 @@ SNIPPET = (
 
 
 def test_tensorflow_is_imported_with_onednn_off() -> None:
-    pytest.importorskip("tensorflow")
     assert last_line_in_a_fresh_process(SNIPPET) == "False"
 
 
 def test_a_setting_in_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    tf = pytest.importorskip("tensorflow")
+    import tensorflow as tf
+
     monkeypatch.setenv(ONEDNN_VARIABLE, "1")
     assert import_tensorflow() is tf
     assert os.environ[ONEDNN_VARIABLE] == "1"
 
 
 def test_unset_it_is_set_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("tensorflow")
     monkeypatch.delenv(ONEDNN_VARIABLE, raising=False)
     import_tensorflow()
     assert os.environ[ONEDNN_VARIABLE] == "0"
@@ -46,14 +45,12 @@ def last_line_in_a_fresh_process(snippet: str) -> str:
 
 
 def test_a_bfloat16_fine_tune_imports_tensorflow_with_onednn() -> None:
-    pytest.importorskip("tensorflow")
     snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; "
                "import_tensorflow(onednn=True); print(onednn_active())")
     assert last_line_in_a_fresh_process(snippet) == "True"
 
 
 def test_onednn_active_reads_the_imported_tensorflow() -> None:
-    pytest.importorskip("tensorflow")
     from nlu_engine.nn.tensorflow_runtime import onednn_active
 
     snippet = ("from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active; import os; "

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jieba")
-
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.tokenizers.jieba import JiebaTokenizer
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("zh")
 
 
 def words(tokenizer: JiebaTokenizer, text: str) -> list[tuple[str, int, int]]:

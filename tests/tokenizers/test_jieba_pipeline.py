@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("jieba")
-
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.training_data import load_data
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("zh")
 
 ZH_NLU = """\
 version: "3.1"
@@ -121,11 +122,10 @@ def test_rasa_7689_an_annotation_inside_a_jieba_word_is_learned(
     assert ("date", 0, 2, "今天") in _spans(result)
 
 
+@requires_extra("lm")
 def test_rasa_10578_jieba_with_a_language_model_trains_on_misaligned_annotations(
     zh_data: Path, tmp_path: Path
 ) -> None:
-    pytest.importorskip("tokenizers")
-    pytest.importorskip("safetensors")
     from tests.featurizers.tiny_bert import tiny_bert
 
     pipeline = [

@@ -137,7 +137,6 @@ def test_tag_f1_decoded_about_twenty_times_and_at_the_end() -> None:
 
 def test_progress_entity_f1_is_decoded_training_examples(featurized) -> None:
     """The history's tag F1 is Viterbi decoding of training examples, as prediction decodes."""
-    pytest.importorskip("tensorflow")
     from nlu_engine.classifiers.diet.component import DIETClassifier
     from nlu_engine.contract.message import TEXT
     from nlu_engine.training_data import bilou

@@ -8,10 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import scipy.sparse
-
-pytest.importorskip("tokenizers")
-pytest.importorskip("safetensors")
-pytest.importorskip("tensorflow")
+import tensorflow as tf
 
 from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
@@ -21,9 +18,10 @@ from nlu_engine.classifiers.diet.encoders import dense_columns, encoder_slots, r
 from nlu_engine.contract.message import Features, Message
 from nlu_engine.featurizers.dense.bert import load_weights
 from nlu_engine.training_data import load_data
+from tests.extras import requires_extra
 from tests.featurizers.tiny_bert import tiny_bert
 
-tf = pytest.importorskip("tensorflow")
+pytestmark = requires_extra("lm")
 
 TINY_DIET = {
     "name": "DIETClassifier", "epochs": 3, "number_of_transformer_layers": 1, "transformer_size": 16,

@@ -7,14 +7,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from nlu_engine.classifiers.diet import encoding, onnx_graph
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from nlu_engine.nn.onnx_runtime import onnx_runtime_available
+from tests.extras import requires_extra
 
-tf = pytest.importorskip("tensorflow")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -32,7 +32,9 @@ VARIANTS: list[dict[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize("runtime", ["numpy", "onnx"])
+@pytest.mark.parametrize(
+    "runtime", ["numpy", pytest.param("onnx", marks=requires_extra("lm", "onnxruntime", "onnx"))]
+)
 @pytest.mark.parametrize(
     "variant", VARIANTS,
     ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only",
@@ -44,8 +46,6 @@ def test_numpy_forward_matches_tensorflow(
     """The transformer in NumPy and under ONNX Runtime (onnx_graph.py) both."""
     from nlu_engine.classifiers.diet.training import build_network
 
-    if runtime == "onnx" and not onnx_runtime_available():
-        pytest.skip("onnxruntime not installed")
     monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, runtime)
 
     _, data = featurized

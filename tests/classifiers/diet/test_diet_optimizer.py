@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
 from nlu_engine.classifiers.diet.optimizer import GroupedAdam, LazyAdam, warmup_linear_decay
-
-tf = pytest.importorskip("tensorflow")
-keras = pytest.importorskip("keras")
 
 
 def test_warmup_then_linear_decay_to_zero() -> None:

@@ -86,7 +86,6 @@ def test_rehearsal_takes_every_new_example_and_a_share_of_the_old() -> None:
 
 
 # --- resuming a trained DIET ----------------------------------------------------------------------
-pytest.importorskip("tensorflow")
 
 SMALL_DIET = {
     "name": "DIETClassifier", "number_of_transformer_layers": 1, "transformer_size": 32,

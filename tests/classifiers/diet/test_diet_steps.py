@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from nlu_engine.classifiers.diet.component import DIETClassifier
-
-pytest.importorskip("tensorflow")
 
 
 def test_micro_batches_accumulate_to_the_whole_batch_update(featurized) -> None:

@@ -23,8 +23,6 @@ from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
 from nlu_engine.training_data.split import train_test_split
 
-pytest.importorskip("tensorflow")
-
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 DATASETS = PROJECT_ROOT / ".." / "shared" / "datasets"
 FEATURIZERS = [

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.component import DIETClassifier
 
@@ -33,7 +31,6 @@ PINNED = [
 
 
 def test_the_export_writes_the_pinned_names(featurized) -> None:
-    pytest.importorskip("tensorflow")
     from nlu_engine.classifiers.diet.training import build_network
 
     _, data = featurized

@@ -12,13 +12,11 @@ from typing import Any
 import pytest
 import yaml
 
-rasa_sdk = pytest.importorskip("rasa_sdk")
+from nlu_engine.assembly.model import Model, train
+from tests.extras import requires_extra
 
-from rasa_sdk import Tracker  # noqa: E402
-from rasa_sdk.executor import ActionExecutor  # noqa: E402
-
-from examples.action_server import actions  # noqa: E402
-from nlu_engine.assembly.model import Model, train  # noqa: E402
+# rasa_sdk, and the example's actions that import it, are imported inside the tests
+pytestmark = requires_extra("actions")
 
 ROOT = Path(__file__).resolve().parents[3]
 PROJECT = ROOT / "examples" / "travel_assistant"
@@ -60,6 +58,10 @@ def tracker_state(parse: dict[str, Any], slots: dict[str, Any] | None = None,
 
 
 def run_action(name: str, state: dict[str, Any]) -> dict[str, Any]:
+    from rasa_sdk.executor import ActionExecutor
+
+    from examples.action_server import actions
+
     executor = ActionExecutor()
     executor.register_package(actions)
     call = {"next_action": name, "sender_id": state["sender_id"], "tracker": state,
@@ -74,6 +76,8 @@ def slot_events(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_our_parse_is_a_valid_latest_message(model: Model) -> None:
+    from rasa_sdk import Tracker
+
     parse = model.parse("I want to fly from Berlin to Lisbon")
     tracker = Tracker.from_dict(tracker_state(parse))
     by_role = {role: list(tracker.get_latest_entity_values("city", entity_role=role))
@@ -87,6 +91,8 @@ def test_our_parse_is_a_valid_latest_message(model: Model) -> None:
 
 
 def test_the_fallback_intent_is_skipped_as_rasa_sdk_does(model: Model) -> None:
+    from rasa_sdk import Tracker
+
     parse = model.parse("uh maybe somewhere like Vienna I guess")
     assert parse["intent"]["name"] == "nlu_fallback"  # the config's FallbackClassifier
     tracker = Tracker.from_dict(tracker_state(parse))
@@ -95,6 +101,8 @@ def test_the_fallback_intent_is_skipped_as_rasa_sdk_does(model: Model) -> None:
 
 
 def test_the_form_pulls_a_city_out_of_a_free_text_answer(model: Model, in_process: None) -> None:
+    from examples.action_server import actions
+
     answer = "uh, somewhere warm like Lisbon I guess"
     cities = actions.cities_in(model.parse(answer))
     assert cities, "the model finds no city in the answer"
@@ -107,6 +115,8 @@ def test_the_form_pulls_a_city_out_of_a_free_text_answer(model: Model, in_proces
 
 
 def test_an_answer_without_a_city_is_asked_again(model: Model, in_process: None) -> None:
+    from examples.action_server import actions
+
     answer = "no idea honestly"
     assert actions.cities_in(model.parse(answer)) == []
     state = tracker_state(model.parse(answer), {"destination": answer, "requested_slot": "destination"},
@@ -133,10 +143,11 @@ def test_the_summary_reads_roles_and_groups(model: Model) -> None:
         assert all(member in clause for member in members), (group, members, said)
 
 
+@requires_extra("server", "uvicorn")
 def test_the_action_server_can_ask_a_running_nlu_engine_server(
     model_path: Path, model: Model, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("uvicorn")
+    from examples.action_server import actions
     from nlu_engine.server.process import ServerProcess
 
     with ServerProcess(["-m", str(model_path), "--auth-token", "t0k"]) as server:

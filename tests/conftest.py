@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,6 +80,35 @@ def tiny_data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_texts() -> list[str]:
     """Messages to parse with a model trained on the tiny training set."""
     return list(TINY_TEXTS)
+
+
+def noisy_nlu(seed: int = 0, intents: int = 5, per_intent: int = 50, noise: float = 0.35) -> str:
+    """Rasa YAML of ``intents`` x ``per_intent`` examples whose words overlap between intents
+    (``noise`` of them carry another intent's word): enough examples to hold 25 out for
+    calibration, and a classifier unsure of many of them."""
+    rng = random.Random(seed)
+    shared = [f"s{i}" for i in range(12)]
+    own = {f"intent_{k}": [f"w{k}_{i}" for i in range(6)] for k in range(intents)}
+    lines = ['version: "3.1"', "nlu:"]
+    for name, words in own.items():
+        others = [w for n, ws in own.items() if n != name for w in ws]
+        texts: set[str] = set()
+        while len(texts) < per_intent:
+            text = rng.sample(words, 1) + rng.sample(shared, 3)
+            if rng.random() < noise:
+                text = [rng.choice(others), *rng.sample(shared, 3), *rng.sample(words, rng.randint(0, 1))]
+            rng.shuffle(text)
+            texts.add(" ".join(text))
+        lines += [f"- intent: {name}", "  examples: |", *(f"    - {t}" for t in sorted(texts))]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="session")
+def noisy_data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``noisy_nlu()`` as a Rasa YAML file (read-only: do not modify it)."""
+    path = tmp_path_factory.mktemp("noisy") / "noisy_nlu.yml"
+    path.write_text(noisy_nlu(), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -59,6 +59,7 @@ def train(
     start = time.perf_counter()
     pipeline.train(training_data, log=log)
     seconds = time.perf_counter() - start
+    _log_threshold_notice(pipeline, log)
     extra = _manifest_extra(cfg, training_data, seconds, fingerprints(cfg, pipeline.components,
                                                                       training_data), domain_labels)
     path = save_archive(pipeline, Path(out) / f"{_archive_name(fixed_model_name)}.tar.gz", extra)
@@ -128,6 +129,7 @@ def finetune_model(
     if log:
         for line in summary_lines(outcomes):
             log(line)
+    _log_threshold_notice(pipeline, log)
     extra = _manifest_extra(cfg, training_data, seconds, current, domain_labels)
     extra["finetuned_from"] = base.name
     extra["finetune"] = {**dataclasses.asdict(options or FinetuneOptions()),
@@ -136,6 +138,16 @@ def finetune_model(
     if log:
         log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return path
+
+
+def _log_threshold_notice(pipeline: Pipeline, log: Callable[[str], None] | None) -> None:
+    """The notice of a FallbackClassifier threshold that sends more than a tenth of the held-out
+    examples to the fallback (``classifiers.fallback.training_notice``)."""
+    from nlu_engine.classifiers.fallback import training_notice
+
+    notice = training_notice(pipeline.components) if log else None
+    if log and notice:
+        log(f"notice: {notice}")
 
 
 def _archive_name(fixed_model_name: str | None, unique_in: Path | None = None) -> str:

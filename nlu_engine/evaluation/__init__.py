@@ -2,7 +2,9 @@
 
 - ``labels``: the report, confusion matrix and ``confused_with`` every kind of label shares;
   ``metrics``: intent and entity scores of parse results against gold messages (pure functions);
-  ``responses``: response selection scores, as ``rasa test nlu``.
+  ``responses``: response selection scores, as ``rasa test nlu``; ``confidence``: calibration,
+  out of scope and the fallback sweep; ``thresholds``: the share of test messages the model's
+  FallbackClassifier threshold sends to ``nlu_fallback``.
 - ``experiments``: train and score configs: one model, cross-validation, config comparison.
 - ``reports``: Rasa's result files, ``summary.json``, the terminal lines; with ``html`` (the
   ``index.html`` page) and ``plots`` (PNG plots, when matplotlib is installed).

@@ -31,6 +31,7 @@ from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.evaluation.labels import mean
 from nlu_engine.evaluation.metrics import Evaluation, evaluate, extractors_in
+from nlu_engine.evaluation.thresholds import model_threshold
 from nlu_engine.training_data.split import stratified_folds, train_test_split
 
 #: a config as ``train`` takes it: a file, a parsed dict, or None for the default pipeline
@@ -172,13 +173,15 @@ def evaluate_model(
     """Parse the gold messages' texts and score the results: ``(evaluation, results, seconds)``.
 
     The entity extractors reported are the model's and any other found in the results; gold
-    messages of ``out_of_scope_intent`` are out of scope.
+    messages of ``out_of_scope_intent`` are out of scope; the share of fallbacks is reported at
+    the model's FallbackClassifier threshold (``thresholds``).
     """
     start = time.perf_counter()
     results = parse_all(model, [m.text for m in messages], progress=progress, desc=desc)
     seconds = time.perf_counter() - start
     extractors = set(pipeline_extractors(model)) | set(extractors_in(results))
-    evaluation = evaluate(messages, results, extractors, out_of_scope_intent)
+    evaluation = evaluate(messages, results, extractors, out_of_scope_intent,
+                          model_threshold(getattr(model.pipeline, "components", [])))
     if evaluation.confidence is not None:
         evaluation.confidence.calibrated = model_is_calibrated(model)
     return evaluation, results, seconds
@@ -383,6 +386,7 @@ def cross_validate(
     extractors: set[str] = set()
     train_seconds = parse_seconds = 0.0
     flags: list[bool | None] = []  # each fold's model: calibrated or not
+    thresholds: set[float | None] = set()  # each fold's FallbackClassifier threshold
     progress.begin(folds, "fold", "cross-validation")
     try:
         for fold, run in enumerate(runs):
@@ -391,6 +395,8 @@ def cross_validate(
             extractors.update(run.extractors)
             summaries.append(run.evaluation.summary())
             flags.append(run.evaluation.confidence.calibrated if run.evaluation.confidence else None)
+            advice = run.evaluation.fallback_threshold
+            thresholds.add(advice.threshold if advice else None)
             golds.extend(run.golds)
             results.extend(run.results)
             intent = summaries[-1].get("intent")
@@ -399,7 +405,8 @@ def cross_validate(
     finally:
         progress.end()
     return CrossValidation(
-        evaluation=_scored_together(golds, results, extractors, out_of_scope_intent, flags),
+        evaluation=_scored_together(golds, results, extractors, out_of_scope_intent, flags,
+                                    thresholds.pop() if len(thresholds) == 1 else None),
         fold_summaries=summaries,
         metrics=aggregate_folds(summaries), train_seconds=train_seconds,
         parse_seconds=parse_seconds,
@@ -407,8 +414,9 @@ def cross_validate(
 
 
 def _scored_together(golds: list[Message], results: list[dict[str, Any]], extractors: set[str],
-                    out_of_scope_intent: str, flags: Sequence[bool | None]) -> Evaluation:
-    evaluation = evaluate(golds, results, extractors, out_of_scope_intent)
+                    out_of_scope_intent: str, flags: Sequence[bool | None],
+                    threshold: float | None = None) -> Evaluation:
+    evaluation = evaluate(golds, results, extractors, out_of_scope_intent, threshold)
     if evaluation.confidence is not None:
         evaluation.confidence.calibrated = all(flags) if flags and None not in flags else None
     return evaluation

@@ -231,7 +231,7 @@ def _summary_section(summary: Mapping[str, Any]) -> str:
     if intent and "below_threshold" in intent:
         parts.append(_fallback_table(intent))
     if summary.get("confidence"):
-        parts.append(_confidence_table(summary["confidence"]))
+        parts.append(_confidence_table(summary["confidence"], summary.get("fallback_threshold")))
     folds = summary.get("cross_validation")
     if folds:
         rows = [
@@ -263,8 +263,9 @@ def _fallback_table(intent: Mapping[str, Any]) -> str:
             + table(["confidence threshold", *below], [row], table_id="fallback-thresholds"))
 
 
-def _confidence_table(confidence: Mapping[str, Any]) -> str:
-    """Calibration and, with out-of-scope test messages, how many the fallback catches."""
+def _confidence_table(confidence: Mapping[str, Any], threshold: Mapping[str, Any] | None = None) -> str:
+    """Calibration, the share the model's fallback threshold sends to nlu_fallback and, with
+    out-of-scope test messages, how many the fallback catches."""
     rows = [("expected calibration error (15 bins)", confidence["ece"]),
             ("the same for calibrated confidences, on this many messages (median)",
              confidence.get("ece_floor", 0.0)),
@@ -273,6 +274,9 @@ def _confidence_table(confidence: Mapping[str, Any]) -> str:
             ("mean confidence (in scope)", confidence["mean_confidence"]),
             ("accuracy (in scope, fallback undone)", confidence["accuracy"]),
             ("threshold within 1 point of no fallback", confidence["suggested_threshold"])]
+    if threshold:
+        rows.append((f"share (in scope) below the model's threshold {threshold['threshold']:g}",
+                     threshold["share"]))
     for key in ("in_scope_accuracy", "out_of_scope_recall", "out_of_scope_precision", "auroc"):
         if key in confidence:
             rows.append((key.replace("_", " "), confidence[key]))

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nlu_engine.classifiers.calibration import OUT_OF_SCOPE
+from nlu_engine.classifiers.fallback import ThresholdAdvice
 from nlu_engine.contract.message import Message
 from nlu_engine.evaluation.confidence import (
     ConfidenceEvaluation,
@@ -66,6 +67,7 @@ from nlu_engine.evaluation.labels import (
     ratio,
 )
 from nlu_engine.evaluation.responses import ResponseSelectionEvaluation, evaluate_response_selection
+from nlu_engine.evaluation.thresholds import evaluate_threshold
 from nlu_engine.training_data.bilou import NO_ENTITY_LABEL, OUTSIDE_TAG, conlleval_spans
 
 #: extractors whose entities Rasa leaves out of the evaluation (they are not trained on the data)
@@ -351,6 +353,9 @@ class Evaluation:
     entities: dict[str, EntityEvaluation]
     response_selection: ResponseSelectionEvaluation | None = None
     confidence: ConfidenceEvaluation | None = None
+    #: what the model's FallbackClassifier threshold does to the in-scope test messages
+    #: (``thresholds.evaluate_threshold``); None without a threshold or in-scope messages
+    fallback_threshold: ThresholdAdvice | None = None
 
     def summary(self) -> dict[str, Any]:
         """The headline numbers (``summary.json``)."""
@@ -365,6 +370,8 @@ class Evaluation:
                                                            len(selection.errors))
         if self.confidence is not None:
             summary["confidence"] = self.confidence.summary()
+        if self.fallback_threshold is not None:
+            summary["fallback_threshold"] = self.fallback_threshold.as_dict()
         for name, entity in self.entities.items():
             report = entity.report
             token = report.get("micro avg") or report.get("accuracy")
@@ -409,13 +416,15 @@ def evaluate(
     results: Sequence[Mapping[str, Any]],
     extractors: Iterable[str] | None = None,
     out_of_scope_intent: str = OUT_OF_SCOPE,
+    fallback_threshold: float | None = None,
 ) -> Evaluation:
     """Score parse results against gold messages (same order).
 
     ``extractors``: the entity extractors to report (default: those found in the predictions,
     without Rasa's pre-trained ones). Extractors are reported when some message has gold entities
     or the extractor predicted some. Response selection is scored when the gold messages hold two
-    or more retrieval intents' response keys (``responses``).
+    or more retrieval intents' response keys (``responses``). ``fallback_threshold``: the model's
+    FallbackClassifier threshold, whose share of fallbacks is reported (``thresholds``).
     """
     if len(golds) != len(results):
         raise ValueError(f"{len(golds)} gold messages but {len(results)} parse results")
@@ -428,6 +437,9 @@ def evaluate(
         for name in sorted(names)
         if has_gold_entities or name in predicted_by
     }
+    threshold = (None if fallback_threshold is None else
+                 evaluate_threshold(golds, results, fallback_threshold, out_of_scope_intent))
     return Evaluation(num_examples=len(golds), intent=evaluate_intents(golds, results),
                       entities=entities, response_selection=evaluate_response_selection(golds, results),
-                      confidence=evaluate_confidence(golds, results, out_of_scope_intent))
+                      confidence=evaluate_confidence(golds, results, out_of_scope_intent),
+                      fallback_threshold=threshold)

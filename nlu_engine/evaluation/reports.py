@@ -20,6 +20,7 @@ from typing import Any
 from nlu_engine.evaluation import plots
 from nlu_engine.evaluation.html import write_comparison_html, write_html_report
 from nlu_engine.evaluation.metrics import Evaluation
+from nlu_engine.evaluation.thresholds import threshold_line
 
 MATPLOTLIB_MISSING = "plots skipped: matplotlib is not installed"
 
@@ -41,6 +42,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                 f"({intent['fallback_rate']:.2%}) fell back to nlu_fallback; the intent scores undo "
                 f"it, as Rasa's; counting them as errors, accuracy is {intent['accuracy_with_fallback']:.4f}"
             )
+        if summary.get("fallback_threshold"):  # the model's threshold, as training reports it
+            lines.append(threshold_line(summary["fallback_threshold"]))
     selection = summary.get("response_selection")
     if selection:
         lines.append(

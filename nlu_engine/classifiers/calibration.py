@@ -394,19 +394,37 @@ def fit_calibration(
     index = {name: i for i, name in enumerate(names)}
     probabilities, held_vectors = predict(held)
     targets = np.array([index.get(label_of(m) or "", -1) for m in held])
+    fitted = calibrate_probabilities(probabilities, targets)
+    if held_vectors is not None:
+        in_held = np.array([label_of(m) != out_of_scope for m in held])
+        fitted.in_scope = _fit_in_scope(predict, train, index, label_of, out_of_scope, seed,
+                                        held_vectors[in_held])
+    record_held_out(fitted, probabilities, targets, held_vectors)
+    return fitted
+
+
+def record_held_out(fitted: Calibration, probabilities: np.ndarray, targets: np.ndarray,
+                    vectors: np.ndarray | None) -> None:
+    """Keep the held-out examples' calibrated top confidences and whether their top intent was
+    right (``notes``: ``held_out_confidence``, ``held_out_correct``), for what a fallback
+    threshold would do to them (``fallback.threshold_advice``)."""
+    calibrated = fitted.apply(probabilities, vectors)
+    fitted.notes["held_out_confidence"] = [round(float(c), 4) for c in calibrated.max(axis=1)]
+    fitted.notes["held_out_correct"] = [bool(c) for c in calibrated.argmax(axis=1) == targets]
+
+
+def calibrate_probabilities(probabilities: np.ndarray, targets: np.ndarray) -> Calibration:
+    """The temperature, and with enough held-out examples and errors the top label's scaling,
+    fitted on held-out probabilities [M, N] against their label indices [M] (no in-scope score)."""
     temperature = fit_temperature(np.log(np.maximum(probabilities, 1e-300)), targets)
     correct = probabilities.argmax(1) == targets
     slope, bias = 1.0, 0.0
-    if len(held) >= MIN_HELD_OUT_FOR_PLATT and int((~correct).sum()) >= MIN_ERRORS_FOR_PLATT:
+    if len(targets) >= MIN_HELD_OUT_FOR_PLATT and int((~correct).sum()) >= MIN_ERRORS_FOR_PLATT:
         tempered = _softmax(np.log(np.maximum(probabilities, 1e-300)) / temperature)
         slope, bias = fit_top_label(tempered.max(axis=1), correct)
     notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
-    in_scope = None
-    if held_vectors is not None:
-        in_held = np.array([label_of(m) != out_of_scope for m in held])
-        in_scope = _fit_in_scope(predict, train, index, label_of, out_of_scope, seed, held_vectors[in_held])
-    return Calibration(temperature=temperature, top_slope=slope, top_bias=bias, in_scope=in_scope,
-                       examples=len(held), notes=notes)
+    return Calibration(temperature=temperature, top_slope=slope, top_bias=bias,
+                       examples=len(targets), notes=notes)
 
 
 def refit_in_scope(

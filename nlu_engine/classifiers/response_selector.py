@@ -83,6 +83,7 @@ class ResponseSelector(DIETClassifier):
     label_attribute = INTENT_RESPONSE_KEY
     default_widths: ClassVar[dict[str, int]] = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
     in_scope_score = False  # the intent classifier says whether the message is in scope
+    uses_sentence_head = False
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DIETClassifier.Config):

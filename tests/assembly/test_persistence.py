@@ -747,7 +747,8 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
 
 
 #: parameters every intent classifier gained after 0.1.0 (calibration), at the front of its config
-ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below")
+ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below",
+                     "sentence_head_below")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:
@@ -757,9 +758,10 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
     resolved = load_config(OLD_ARCHIVE / "config.yml").as_dict()["pipeline"]
     added = [{k: v for k, v in spec.items() if k in ADDED_SINCE_0_1_0} for spec in resolved]
     common = '"calibration": true, "calibration_share": 0.1, "out_of_scope_intent": null'
-    # DIET (and so ResponseSelector) also gained calibration_refit_below
-    assert {json.dumps(a) for a in added if a} <= {f"{{{common}}}",
-                                                  f'{{{common}, "calibration_refit_below": 2000}}'}
+    # DIET (and so ResponseSelector) also gained calibration_refit_below and sentence_head_below
+    assert {json.dumps(a) for a in added if a} <= {
+        f"{{{common}}}",
+        f'{{{common}, "calibration_refit_below": 2000, "sentence_head_below": 30}}'}
     assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

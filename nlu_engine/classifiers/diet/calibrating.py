@@ -1,5 +1,7 @@
 """DIET's side of the calibration (``classifiers/calibration.py``): what it holds out, what it
-predicts for the fit, when it trains again on everything, and how a parse is calibrated.
+predicts for the fit, when it trains again on everything, and how a parse is calibrated; and,
+on few examples an intent, the sentence head that ranks the intents instead of the network
+(``classifiers/sentence_head.py``), calibrated by cross-fitting.
 
 A mixin of :class:`~nlu_engine.classifiers.diet.component.DIETClassifier` (and so of
 ResponseSelector): it reads the component's config, intents and prediction, and calls its
@@ -8,18 +10,28 @@ ResponseSelector): it reads the component's config, intents and prediction, and 
 
 from __future__ import annotations
 
+import logging
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers import calibration, sentence_head
 from nlu_engine.classifiers.diet.encoders import with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
+from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
+from nlu_engine.contract.threads import single_blas_thread
+
+logger = logging.getLogger(__name__)
 
 #: the vector the in-scope score reads: the transformer's output at the sentence position [U]
+#: (the sentence head's input, when the head ranks the intents)
 IN_SCOPE_VECTOR = "sentence"
+#: the optimizer steps the network's default epochs aim at when the sentence head ranks the
+#: intents: it then learns the entities, which take fewer (BENCHMARKS.md, "Few examples an intent")
+HEAD_STEPS = 200
 
 
 class CalibratedDIET:
@@ -36,6 +48,62 @@ class CalibratedDIET:
     component_name: Callable[[], str]
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
+    #: the sentence head, when it ranks the intents (few examples an intent)
+    head_: sentence_head.SentenceHead | None = None
+    #: whether the sentence head may rank this component's labels
+    uses_sentence_head: bool = True
+
+    # --- few examples an intent: the sentence head ------------------------------------------
+    def _head_vectors(self, messages: list[Message]) -> np.ndarray | None:
+        """The head's input [B, D]: the dense sentence features DIET reads, but a fine-tuned
+        encoder's (which change as the network trains)."""
+        tuned = {e.origin() for e in self.trainable_encoders}
+        return sentence_head.sentence_vectors(messages, self.config.featurizers or None, tuned)
+
+    def _uses_head(self, examples: list[Message]) -> bool:
+        """Whether the sentence head ranks the intents: the median intent has fewer than
+        ``sentence_head_below`` examples and the messages have dense sentence features."""
+        if (not self.uses_sentence_head or not self.config.intent_classification
+                or len(self.intents_) < 2 or not self.config.sentence_head_below):
+            return False
+        counts = Counter(self.label_of(m) for m in examples)
+        if float(np.median(list(counts.values()))) >= self.config.sentence_head_below:
+            return False
+        return self._head_vectors(examples[:1]) is not None
+
+    def _fit_head(self, examples: list[Message]) -> None:
+        """Train the head on every example and calibrate it on its cross-fitted predictions."""
+        vectors = self._head_vectors(examples)
+        assert vectors is not None  # _uses_head checked
+        index = {name: i for i, name in enumerate(self.intents_)}
+        labels = np.array([index[self.label_of(m) or ""] for m in examples])
+        self.out_of_scope_intent_ = calibration.out_of_scope_intent(
+            self.config.out_of_scope_intent, self.intents_, self.component_name())
+        seed = self.config.random_seed
+        self.calibration_ = calibration.Calibration()
+        with single_blas_thread():  # small products: threads cost far more than they give
+            self.head_ = sentence_head.SentenceHead.fit(vectors, labels, len(self.intents_), seed)
+            if self.config.calibration:
+                own = index.get(self.out_of_scope_intent_ or "")
+                self.calibration_ = sentence_head.cross_fitted_calibration(
+                    vectors, labels, len(self.intents_), own, seed)
+        single = sorted(name for name, n in Counter(self.label_of(m) for m in examples).items() if n < 2)
+        if self.config.calibration and (single or not self.calibration_.calibrated):
+            what = ("its confidences are not calibrated" if not self.calibration_.calibrated else
+                    "their confidences are calibrated on the other intents' examples")
+            logger.log(NOTICE, "%s: intents with one example cannot be held out (%s); %s",
+                       self.component_name(), ", ".join(single) or "none", what)
+
+    def _head_predictions(self, messages: list[Message], results: list[dict[str, np.ndarray]]) -> None:
+        """The head's intent probabilities [N] and input vector [D] in each result, in place of
+        the network's."""
+        vectors = self._head_vectors(messages)
+        if vectors is None:  # messages without the features: the head sees a blank vector
+            vectors = np.zeros((len(messages), self.head_.weights.shape[0]), np.float32)
+        probabilities = self.head_.probabilities(vectors)
+        for result, p, v in zip(results, probabilities, vectors, strict=True):
+            if "intent" in result:
+                result["intent"], result[IN_SCOPE_VECTOR] = p, v
 
     def _hold_out_for_calibration(
         self, examples: list[Message], trained_on: np.ndarray | None = None

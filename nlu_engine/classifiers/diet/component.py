@@ -18,10 +18,17 @@ import numpy as np
 
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.diet import encoding, storage
-from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
+from nlu_engine.classifiers.diet.calibrating import HEAD_STEPS, IN_SCOPE_VECTOR, CalibratedDIET
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
-from nlu_engine.classifiers.diet.spec import NetworkParams, TrainingOptions, TrainingSpec, Vocabularies
+from nlu_engine.classifiers.diet.spec import (
+    MIN_STEPS,
+    NetworkParams,
+    TrainingOptions,
+    TrainingSpec,
+    Vocabularies,
+)
 from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.classifiers.sentence_head import SentenceHead
 from nlu_engine.contract.component import (
     ENTITIES,
     FEATURES,
@@ -76,6 +83,11 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         #: after the calibration is fitted on the held-out share (small data loses most by
         #: holding examples out, and pays least for a second training); 0: never
         calibration_refit_below: int = param(2000, low=0)
+        #: when the median intent has fewer examples than this and the messages have dense
+        #: sentence features, a logistic regression on those ranks the intents, calibrated by
+        #: cross-fitting, and the network trains once, for the entities
+        #: (``classifiers/sentence_head.py``); 0: never
+        sentence_head_below: int = param(30, low=0)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -197,10 +209,11 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             sent_blocks=self.sent_blocks_, label_blocks=self.label_blocks_,
         )
 
-    def training_spec(self, label_features: np.ndarray, slots: list[EncoderSlot]) -> TrainingSpec:
+    def training_spec(self, label_features: np.ndarray, slots: list[EncoderSlot],
+                      step_budget: int = MIN_STEPS) -> TrainingSpec:
         return TrainingSpec(
             name=self.component_name(), network=self.network_params(),
-            training=TrainingOptions.from_config(self.config), data=self.vocabularies(),
+            training=TrainingOptions.from_config(self.config, step_budget), data=self.vocabularies(),
             label_features=label_features, encoders=tuple(slots),
         )
 
@@ -255,15 +268,22 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         self._report_misaligned(examples)
         self._learn_vocabularies(data, examples)
-        trained_on = None if previous is None else previous.example_hashes_
-        examples, held = self._hold_out_for_calibration(examples, trained_on)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
+        self.head_ = None
+        if self._uses_head(examples):
+            # few examples an intent: the sentence head ranks the intents, calibrated by
+            # cross-fitting, and the network learns (mostly the entities) once, from every example
+            self._train_network(examples, previous, options, step_budget=HEAD_STEPS)
+            self._fit_head(examples)
+            return
+        trained_on = None if previous is None else previous.example_hashes_
+        examples, held = self._hold_out_for_calibration(examples, trained_on)
         self._train_network(examples, previous, options)
         self._calibrate(examples, held, previous)
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
-                       options: FinetuneOptions | None) -> None:
+                       options: FinetuneOptions | None, step_budget: int = MIN_STEPS) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
         NumPy prediction."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
@@ -277,7 +297,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         self._seed()
         label_features = self._label_features(examples)
         slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None)
-        spec = self.training_spec(label_features, slots)
+        spec = self.training_spec(label_features, slots, step_budget)
         hashes = example_hashes(examples, self.label_of)
         resume = None
         if previous is not None:
@@ -348,6 +368,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
                     result[f"tags_{kind}"] = out[f"tags_{kind}"][row, :n]
                     result[f"conf_{kind}"] = out[f"conf_{kind}"][row, :n]
                 results[i] = result
+        if self.head_ is not None:
+            self._head_predictions(messages, results)
         return results
 
     def process(self, messages: list[Message]) -> None:
@@ -401,6 +423,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             label_features=self.label_features_, example_hashes=self.example_hashes_,
         ))
         self.calibration_.persist(directory)
+        if self.head_ is not None:
+            self.head_.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
@@ -424,6 +448,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         component.label_features_ = stored.label_features
         component.weights_, component.quantized_ = stored.weights, stored.quantized
         component.calibration_ = calibration.Calibration.load(directory)
+        component.head_ = SentenceHead.load(directory)
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         try:
             component._build_predict()

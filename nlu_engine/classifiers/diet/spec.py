@@ -98,6 +98,10 @@ class NetworkParams:
         )
 
 
+#: the optimizer steps the default number of epochs aims at (``training.resolve_epochs``)
+MIN_STEPS = 1200
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingOptions:
     """How the network is trained: epochs, batches, learning rate, evaluation, reporting."""
@@ -118,11 +122,15 @@ class TrainingOptions:
     tensorboard_log_level: Literal["epoch", "batch", "minibatch"]
     show_progress: bool
     run_eagerly: bool
+    #: the optimizer steps the default ``epochs`` aim at (``training.resolve_epochs``): fewer
+    #: when a sentence head ranks the intents and the network learns the entities alone
+    step_budget: int = MIN_STEPS
 
     @classmethod
-    def from_config(cls, config: ComponentConfig) -> TrainingOptions:
+    def from_config(cls, config: ComponentConfig, step_budget: int = MIN_STEPS) -> TrainingOptions:
         size = _get(config, "batch_size")
-        return _project(cls, config, batch_size=size if isinstance(size, int) else tuple(size))
+        return _project(cls, config, batch_size=size if isinstance(size, int) else tuple(size),
+                        step_budget=step_budget)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,195 @@
+"""The sentence head: a logistic regression on sentence vectors for few examples an intent, its
+cross-fitting folds and calibration, and DIET choosing it from the data."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.classifiers.sentence_head import (
+    HEAD_FILE,
+    SentenceHead,
+    cross_fit_folds,
+    cross_fitted_calibration,
+    sentence_vectors,
+)
+from nlu_engine.contract.message import Features, Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data import write_data
+
+
+def clusters(per_label: list[int], dim: int = 16, seed: int = 0, spread: float = 0.3):
+    """Unit vectors around one centre per label [M, D] and their labels [M]."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(len(per_label), dim))
+    vectors, labels = [], []
+    for label, n in enumerate(per_label):
+        vectors.append(centres[label] + spread * rng.normal(size=(n, dim)))
+        labels += [label] * n
+    x = np.concatenate(vectors)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), np.array(labels)
+
+
+def test_folds_never_hold_out_a_single_example_nor_all_of_a_label() -> None:
+    labels = np.array([0] * 10 + [1] * 3 + [2] + [3] * 2)
+    folds = cross_fit_folds(labels, folds=5, seed=1)
+    assert folds[labels == 2].tolist() == [-1]  # one example: always trains
+    for label in (0, 1, 3):
+        assert len(set(folds[labels == label].tolist())) >= 2  # never all out at once
+    assert set(folds[labels != 2].tolist()) == set(range(5))
+    assert (np.bincount(folds[labels == 0]) == 2).all()  # ten examples over five folds, evenly
+    assert (cross_fit_folds(labels, folds=5, seed=1) == folds).all()  # seeded
+
+
+def test_folds_are_fewer_when_no_label_has_that_many_examples() -> None:
+    folds = cross_fit_folds(np.array([0, 0, 1, 1, 2, 2]), folds=5)
+    assert set(folds.tolist()) == {0, 1}
+    assert (cross_fit_folds(np.array([0, 1, 2]), folds=5) == -1).all()
+
+
+def test_the_head_ranks_separable_labels_and_gives_unseen_labels_nothing() -> None:
+    x, y = clusters([8, 8, 8])
+    head = SentenceHead.fit(x, y, n_labels=4)
+    p = head.probabilities(x)
+    assert p.shape == (24, 4)
+    assert np.allclose(p.sum(axis=1), 1.0)
+    assert (p.argmax(axis=1) == y).all()
+    assert p[:, 3].max() < 1e-6  # label 3 had no example
+
+
+def test_the_head_handles_two_labels_and_one() -> None:
+    x, y = clusters([6, 6])
+    two = SentenceHead.fit(x, y, n_labels=2)
+    assert (two.probabilities(x).argmax(axis=1) == y).all()
+    one = SentenceHead.fit(x[:6], y[:6], n_labels=3)
+    assert np.allclose(one.probabilities(x)[:, 0], 1.0)
+
+
+def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None:
+    x, y = clusters([5, 5, 5])
+    head = SentenceHead.fit(x, y, n_labels=3)
+    head.persist(tmp_path)
+    loaded = SentenceHead.load(tmp_path)
+    assert loaded is not None
+    assert np.array_equal(loaded.probabilities(x), head.probabilities(x))
+    assert SentenceHead.load(tmp_path / "missing") is None
+    np.savez(tmp_path / HEAD_FILE, weights=np.full((4, 3), np.nan, np.float32), bias=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        SentenceHead.load(tmp_path)
+    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.float32), bias=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="do not fit"):
+        SentenceHead.load(tmp_path)
+
+
+def test_cross_fitted_calibration_is_fitted_on_out_of_fold_predictions() -> None:
+    x, y = clusters([10] * 6, spread=0.9, seed=3)
+    fitted = cross_fitted_calibration(x, y, n_labels=6)
+    assert fitted.calibrated and fitted.examples == 60
+    assert fitted.notes["cross_fitted"]
+    assert fitted.in_scope is not None and len(fitted.in_scope.reference) == 60
+    assert len(fitted.notes["held_out_confidence"]) == len(fitted.notes["held_out_correct"]) == 60
+    # out-of-fold predictions are wrong more often than the in-sample ones
+    head = SentenceHead.fit(x, y, n_labels=6)
+    assert fitted.notes["held_out_accuracy"] <= float((head.probabilities(x).argmax(1) == y).mean())
+
+
+def test_too_few_examples_to_hold_out_leave_the_head_uncalibrated() -> None:
+    x, y = clusters([2, 2, 2])
+    assert not cross_fitted_calibration(x, y, n_labels=3).calibrated
+
+
+def test_sentence_vectors_put_unit_length_features_side_by_side() -> None:
+    message = Message(text="hi")
+    message.features += [
+        Features(attribute="text", kind="sentence", origin="a", matrix=np.array([[3.0, 4.0]])),
+        Features(attribute="text", kind="sentence", origin="b", matrix=np.array([[0.0, 2.0, 0.0]])),
+    ]
+    assert np.allclose(sentence_vectors([message]), [[0.6, 0.8, 0.0, 1.0, 0.0]])
+    assert np.allclose(sentence_vectors([message], without={"a"}), [[0.0, 1.0, 0.0]])
+    assert sentence_vectors([message], origins=["c"]) is None
+    assert sentence_vectors([Message(text="no features")]) is None
+
+
+TOPICS = {
+    "weather": ["rain", "sunny", "forecast", "cloudy", "storm"],
+    "music": ["song", "album", "playlist", "band", "jazz"],
+    "food": ["pizza", "pasta", "dinner", "sushi", "lunch"],
+    "travel": ["flight", "hotel", "train", "airport", "ticket"],
+}
+FRAMES = ["tell me about the {}", "what about {} today", "i want some {} please", "any {} news",
+          "{} now", "is there a {}", "find me a {}", "more {}"]
+
+
+def few_shot(per_intent: int, seed: int = 0) -> TrainingData:
+    rng = random.Random(seed)
+    messages = []
+    for intent, words in TOPICS.items():
+        texts: set[str] = set()
+        while len(texts) < per_intent:
+            texts.add(rng.choice(FRAMES).format(rng.choice(words)))
+        messages += [Message(text=t, intent=intent) for t in sorted(texts)]
+    return TrainingData(messages=messages)
+
+
+def pipeline(**diet: object) -> dict:
+    return {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+        {"name": "UniversalSentenceEncoderFeaturizer"},
+        {"name": "DIETClassifier", "epochs": 2, "show_progress": False, "transformer_size": 16,
+         "number_of_transformer_layers": 1, **diet},
+    ]}
+
+
+@pytest.fixture(scope="module")
+def data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("few") / "nlu.yml"
+    write_data(few_shot(8), path)
+    return path
+
+
+def test_diet_ranks_few_shot_intents_with_the_head_and_calibrates_it(
+    data_path: Path, tmp_path: Path,
+) -> None:
+    archive = train(pipeline(), str(data_path), out=str(tmp_path), fixed_model_name="m", log=None)
+    model = Model.load(archive)
+    diet = model.pipeline.components[-1]
+    assert diet.head_ is not None
+    assert diet.calibration_.calibrated and diet.calibration_.notes["cross_fitted"]
+    texts = ["tell me about the storm", "a playlist of jazz", "sushi for lunch", "book a flight"]
+    results = model.parse_batch(texts)
+    assert [r["intent"]["name"] for r in results] == ["weather", "music", "food", "travel"]
+    # the head's calibrated confidences are what the parse reports
+    vectors = diet._head_vectors(model.pipeline.process([Message(text=t) for t in texts]))
+    expected = diet.calibration_.apply(diet.head_.probabilities(vectors), vectors)
+    assert [r["intent"]["confidence"] for r in results] == pytest.approx(expected.max(axis=1).tolist())
+
+
+def test_diet_keeps_its_own_ranking_with_many_examples_or_the_head_off(
+    data_path: Path, tmp_path: Path,
+) -> None:
+    for below, folder in ((0, "off"), (5, "above")):
+        config = pipeline(sentence_head_below=below)
+        archive = train(config, str(data_path), out=str(tmp_path / folder), fixed_model_name="m", log=None)
+        diet = Model.load(archive).pipeline.components[-1]
+        assert diet.head_ is None
+        assert not diet.calibration_.notes.get("cross_fitted")
+
+
+def test_an_intent_with_one_example_trains_with_one_notice(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = few_shot(8)
+    data.messages.append(Message(text="call my mother", intent="phone"))
+    path = tmp_path / "nlu.yml"
+    write_data(data, path)
+    with caplog.at_level("INFO"):
+        archive = train(pipeline(), str(path), out=str(tmp_path), fixed_model_name="m", log=None)
+    notices = [r.getMessage() for r in caplog.records if "one example" in r.getMessage()]
+    assert len(notices) == 1 and "phone" in notices[0]
+    model = Model.load(archive)
+    assert model.pipeline.components[-1].calibration_.calibrated
+    assert model.parse("call my mother")["intent"]["name"] == "phone"

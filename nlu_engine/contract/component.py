@@ -319,6 +319,11 @@ class TrainableEncoder(Protocol):
         """Take the tuned weights: the featurizer computes its features with them from now on."""
         ...
 
+    def pretrained_weights(self) -> dict[str, np.ndarray]:
+        """The trainable weights as they were pretrained: what ``adopt`` takes when the
+        consumer decides not to tune the encoder (too few examples to tune it on)."""
+        ...
+
 
 class Component:
     """Base of every pipeline component."""

@@ -761,7 +761,7 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
     # DIET (and so ResponseSelector) also gained calibration_refit_below and sentence_head_below
     assert {json.dumps(a) for a in added if a} <= {
         f"{{{common}}}",
-        f'{{{common}, "calibration_refit_below": 2000, "sentence_head_below": 30}}'}
+        f'{{{common}, "calibration_refit_below": 2000, "sentence_head_below": 50}}'}
     assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

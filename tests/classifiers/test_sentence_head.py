@@ -193,3 +193,13 @@ def test_an_intent_with_one_example_trains_with_one_notice(
     model = Model.load(archive)
     assert model.pipeline.components[-1].calibration_.calibrated
     assert model.parse("call my mother")["intent"]["name"] == "phone"
+
+
+def test_with_the_head_the_network_trains_for_fewer_steps_unless_epochs_are_set() -> None:
+    from nlu_engine.classifiers.diet.component import DIETClassifier
+
+    diet = DIETClassifier(DIETClassifier.Config())
+    assert diet._head_epochs(640) == 50  # 4 batches an epoch: 200 steps
+    assert diet._head_epochs(320) == 100  # 2 batches an epoch
+    assert diet._head_epochs(20000) == 50  # never fewer than 50 epochs
+    assert DIETClassifier(DIETClassifier.Config(epochs=7))._head_epochs(640) == 7

@@ -20,6 +20,7 @@ import numpy as np
 from nlu_engine.classifiers import calibration, sentence_head
 from nlu_engine.classifiers.diet.encoders import with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
+from nlu_engine.classifiers.diet.spec import resolve_epochs
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.threads import single_blas_thread
@@ -29,9 +30,10 @@ logger = logging.getLogger(__name__)
 #: the vector the in-scope score reads: the transformer's output at the sentence position [U]
 #: (the sentence head's input, when the head ranks the intents)
 IN_SCOPE_VECTOR = "sentence"
-#: the optimizer steps the network's default epochs aim at when the sentence head ranks the
-#: intents: it then learns the entities, which take fewer (BENCHMARKS.md, "Few examples an intent")
-HEAD_STEPS = 200
+#: when the sentence head ranks the intents, the network learns the entities: by default for
+#: about this many optimizer steps and at least ``HEAD_EPOCHS`` epochs, not 1,200 steps and up to
+#: 300 epochs (BENCHMARKS.md, "Few examples an intent")
+HEAD_STEPS, HEAD_EPOCHS = 200, 50
 
 
 class CalibratedDIET:
@@ -55,14 +57,13 @@ class CalibratedDIET:
 
     # --- few examples an intent: the sentence head ------------------------------------------
     def _head_vectors(self, messages: list[Message]) -> np.ndarray | None:
-        """The head's input [B, D]: the dense sentence features DIET reads, but a fine-tuned
-        encoder's (which change as the network trains)."""
-        tuned = {e.origin() for e in self.trainable_encoders}
-        return sentence_head.sentence_vectors(messages, self.config.featurizers or None, tuned)
+        """The head's input [B, D]: the dense sentence features DIET reads."""
+        return sentence_head.sentence_vectors(messages, self.config.featurizers or None)
 
     def _uses_head(self, examples: list[Message]) -> bool:
         """Whether the sentence head ranks the intents: the median intent has fewer than
-        ``sentence_head_below`` examples and the messages have dense sentence features."""
+        ``sentence_head_below`` examples and the messages have dense sentence features. A
+        language model offered for fine-tuning is then kept as pretrained (``_keep_pretrained``)."""
         if (not self.uses_sentence_head or not self.config.intent_classification
                 or len(self.intents_) < 2 or not self.config.sentence_head_below):
             return False
@@ -70,6 +71,19 @@ class CalibratedDIET:
         if float(np.median(list(counts.values()))) >= self.config.sentence_head_below:
             return False
         return self._head_vectors(examples[:1]) is not None
+
+    def _head_epochs(self, examples: int) -> int:
+        """The network's epochs when the head ranks the intents (``HEAD_STEPS``)."""
+        return resolve_epochs(self.config.epochs, self.config.batch_size, examples, HEAD_STEPS, HEAD_EPOCHS)
+
+    def _keep_pretrained(self) -> None:
+        """Few examples an intent: tuning a language model's top layers on them would learn
+        less than its pretrained sentence vector gives the head, and take the most time. Each
+        encoder offered for fine-tuning keeps its pretrained weights; the network reads its
+        (frozen) features as any other's."""
+        for encoder in self.trainable_encoders:
+            encoder.adopt(encoder.pretrained_weights())
+        self.trainable_encoders = ()
 
     def _fit_head(self, examples: list[Message]) -> None:
         """Train the head on every example and calibrate it on its cross-fitted predictions."""

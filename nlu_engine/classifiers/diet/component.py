@@ -18,10 +18,9 @@ import numpy as np
 
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.diet import encoding, storage
-from nlu_engine.classifiers.diet.calibrating import HEAD_STEPS, IN_SCOPE_VECTOR, CalibratedDIET
+from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
 from nlu_engine.classifiers.diet.spec import (
-    MIN_STEPS,
     NetworkParams,
     TrainingOptions,
     TrainingSpec,
@@ -59,7 +58,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
     Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
-    small data, see ``training.resolve_epochs``) with a
+    small data, see ``spec.resolve_epochs``) with a
     learning rate that decays linearly to 10% (``learning_rate_schedule``),
     ``random_seed`` 42 instead of a time-based seed (reproducible by default),
     ``use_key_relative_attention`` / ``use_value_relative_attention`` on (the paper's model),
@@ -87,7 +86,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         #: sentence features, a logistic regression on those ranks the intents, calibrated by
         #: cross-fitting, and the network trains once, for the entities
         #: (``classifiers/sentence_head.py``); 0: never
-        sentence_head_below: int = param(30, low=0)
+        sentence_head_below: int = param(50, low=0)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -210,10 +209,10 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         )
 
     def training_spec(self, label_features: np.ndarray, slots: list[EncoderSlot],
-                      step_budget: int = MIN_STEPS) -> TrainingSpec:
+                      epochs: int | None = None) -> TrainingSpec:
         return TrainingSpec(
             name=self.component_name(), network=self.network_params(),
-            training=TrainingOptions.from_config(self.config, step_budget), data=self.vocabularies(),
+            training=TrainingOptions.from_config(self.config, epochs), data=self.vocabularies(),
             label_features=label_features, encoders=tuple(slots),
         )
 
@@ -274,7 +273,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         if self._uses_head(examples):
             # few examples an intent: the sentence head ranks the intents, calibrated by
             # cross-fitting, and the network learns (mostly the entities) once, from every example
-            self._train_network(examples, previous, options, step_budget=HEAD_STEPS)
+            self._keep_pretrained()
+            self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
             self._fit_head(examples)
             return
         trained_on = None if previous is None else previous.example_hashes_
@@ -283,7 +283,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         self._calibrate(examples, held, previous)
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
-                       options: FinetuneOptions | None, step_budget: int = MIN_STEPS) -> None:
+                       options: FinetuneOptions | None, epochs: int | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
         NumPy prediction."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
@@ -297,7 +297,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         self._seed()
         label_features = self._label_features(examples)
         slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None)
-        spec = self.training_spec(label_features, slots, step_budget)
+        spec = self.training_spec(label_features, slots, epochs)
         hashes = example_hashes(examples, self.label_of)
         resume = None
         if previous is not None:

@@ -40,7 +40,7 @@ from nlu_engine.classifiers.diet.encoders import input_widths
 from nlu_engine.classifiers.diet.loop import Callback, train_epochs
 from nlu_engine.classifiers.diet.model import DIETNetwork
 from nlu_engine.classifiers.diet.optimizer import linear_decay, warmup_linear_decay
-from nlu_engine.classifiers.diet.spec import MIN_STEPS, TrainingOptions, TrainingSpec
+from nlu_engine.classifiers.diet.spec import TrainingOptions, TrainingSpec, resolve_epochs
 from nlu_engine.classifiers.diet.steps import DIETTrainer
 from nlu_engine.contract.allocator import large_blocks_on_heap
 from nlu_engine.training_data.bilou import f1_score
@@ -85,22 +85,6 @@ def input_signature(spec: TrainingSpec, with_tags: bool) -> dict[str, tf.TensorS
         for kind in spec.data.tags:
             signature[f"tags_{kind}"] = tf.TensorSpec([None, None], i32)
     return signature
-
-
-MIN_EPOCHS, MAX_EPOCHS = 20, 300
-
-
-def resolve_epochs(epochs: int | None, batch_size: int | Sequence[int], examples: int,
-                   steps: int = MIN_STEPS) -> int:
-    """``epochs`` as given, or by default enough for about ``steps`` optimizer steps (1,200: 20
-    epochs on SNIPS or NLU-Evaluation-Data, up to 300 on a small assistant's data, which has only
-    one or two batches an epoch)."""
-    if epochs is not None:
-        return epochs
-    sizes = [batch_size] if isinstance(batch_size, int) else batch_size
-    mean_batch = (min(sizes) + max(sizes)) / 2
-    steps_per_epoch = max(1, -(-examples // int(mean_batch)))
-    return int(min(MAX_EPOCHS, max(MIN_EPOCHS, -(-steps // steps_per_epoch))))
 
 
 def build_network(spec: TrainingSpec, ragged: dict[str, tf.TensorSpec] | None = None) -> DIETNetwork:
@@ -323,7 +307,7 @@ def fit(
 
     ragged = ragged_signature(encoded.ragged)
     network = build_network(spec, ragged)
-    epochs = resolve_epochs(options.epochs, options.batch_size, len(encoded), options.step_budget)
+    epochs = resolve_epochs(options.epochs, options.batch_size, len(encoded))
     per_epoch, scale = len(encoded), 1.0
     if resume is not None:
         resume.restore(network)

@@ -503,6 +503,11 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             shapes.update(layer_shapes(config, layer))
         return shapes
 
+    def pretrained_weights(self) -> dict[str, np.ndarray]:
+        model = self._model()
+        weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
+        return {name: weights[name] for name in self._tuned_shapes()}
+
     def adopt(self, weights: dict[str, np.ndarray]) -> None:
         """Take the fine-tuned weights, rounded to ``weights_dtype`` as they will be stored."""
         shapes = self._tuned_shapes()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ TINY_DIET = {
     "name": "DIETClassifier", "epochs": 3, "number_of_transformer_layers": 1, "transformer_size": 16,
     "number_of_attention_heads": 2, "embedding_dimension": 8, "run_eagerly": True,
     "show_progress": False,
+    # the tiny data has a few examples an intent, where DIET would keep the encoder as pretrained
+    # (test_few_examples_keep_the_encoder_pretrained...): these tests fine-tune it
+    "sentence_head_below": 0,
 }
 
 
@@ -100,6 +104,27 @@ def test_at_step_zero_the_graph_computes_the_frozen_features(
     np.testing.assert_allclose(np.asarray(sentence), expected["dense_sent"], atol=2e-5)
     layer = network.encoder_layers[0]
     assert {id(v) for v in layer.trainable_variables} <= {id(v) for v in network.trainable_variables}
+
+
+def test_few_examples_keep_the_encoder_pretrained_and_its_sentence_vector_ranks_intents(
+    bert: Path, tiny_data_path: Path, tiny_texts: list[str]
+) -> None:
+    pipeline = lm_pipeline(bert, trainable_layers=1, weights_dtype="float32")
+    pipeline.components[-1].config = dataclasses.replace(pipeline.components[-1].config,
+                                                         sentence_head_below=50)
+    pipeline.train(load_data(tiny_data_path), log=None)
+    featurizer, diet = pipeline.components[1], pipeline.components[-1]
+    assert diet.head_ is not None and diet.trainable_encoders == ()
+    pretrained = load_weights(bert / "model.safetensors", featurizer._model().config)
+    assert all(np.array_equal(w, pretrained[n]) for n, w in featurizer.tuned_weights_.items())
+    messages = pipeline.process([Message(text) for text in tiny_texts])
+    frozen = Pipeline.build(load_config({"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"},
+        {"name": "LanguageModelFeaturizer", "model_weights": str(bert)},
+    ]}))
+    reference = frozen.process([Message(text) for text in tiny_texts])
+    np.testing.assert_allclose(messages[1].features_for("text", "sentence", False),
+                               reference[1].features_for("text", "sentence", False), atol=1e-5)
 
 
 def test_fine_tuning_moves_only_the_trainable_layers_and_parses_with_them(

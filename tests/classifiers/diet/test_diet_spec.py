@@ -17,7 +17,7 @@ RESOLVED = {
     NetworkParams: {"loss_type", "similarity_type", "transformer_size", "text_dense_dimension",
                     "label_dense_dimension", "text_concat_dimension", "text_hidden_layers",
                     "label_hidden_layers"},
-    TrainingOptions: {"batch_size", "step_budget"},
+    TrainingOptions: {"batch_size"},
 }
 
 

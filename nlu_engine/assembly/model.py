@@ -207,9 +207,11 @@ def _training_data(
     log: Callable[[str], None] | None,
 ) -> tuple[TrainingData, dict[str, list[str]] | None]:
     """The training data (a project's NLU, with the domain's responses) and the domain's intents
-    and entities (kept in the manifest for ``/intent`` messages)."""
+    and entities (kept in the manifest for ``/intent`` messages). What trains but cannot work as
+    the data means it to (``validation.training_warnings``) is a warning each, never an error."""
     from nlu_engine.training_data.domain import read_domain
     from nlu_engine.training_data.project import add_domain_responses, read_project
+    from nlu_engine.training_data.validation import training_warnings
 
     if isinstance(data, TrainingData):
         found = read_domain(domain) if domain is not None else None
@@ -225,6 +227,8 @@ def _training_data(
         if log and notice:
             log(f"notice: {notice}")
         data, found = project.data, project.domain
+    for warning in training_warnings(data, found):  # it trains, but not as the data means it to
+        logger.warning(warning)
     if found is None:
         return data, None
     return data, {"intents": list(found.intents), "entities": sorted(found.entities)}

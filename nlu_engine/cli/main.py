@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +238,7 @@ def cmd_data_validate(args: argparse.Namespace) -> int:
         print(f"notice: {project.notice()}", file=sys.stderr)
     tokenizer = WhitespaceTokenizer()
     report = validate(project.data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT),
-                      duplicates=project.duplicates)
+                      duplicates=project.duplicates, domain=project.domain)
     if project.domain is not None:
         report.warnings.extend(domain_warnings(project.data, project.domain, project.story_intents))
     print(report.format())
@@ -309,6 +310,22 @@ def show_warnings() -> None:
         package.addHandler(StderrHandler())
 
 
+@contextmanager
+def notices_shown() -> Iterator[None]:
+    """The package's notices (level 25) reach the handlers while a command runs: a logger left
+    at NOTSET takes the root's WARNING, which drops them before any handler sees them (a
+    component's ``logger.log(NOTICE, ...)`` would never be shown). The level is restored after,
+    so a program calling ``main`` keeps its own."""
+    package = logging.getLogger("nlu_engine")
+    level = package.level
+    if level == logging.NOTSET or level > NOTICE:
+        package.setLevel(NOTICE)
+    try:
+        yield
+    finally:
+        package.setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     show_warnings()
@@ -317,6 +334,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    with notices_shown():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command, with a user's error as one line (exit 1) and an internal one as one line
+    (exit 3) unless ``--debug``."""
     try:
         return int(args.func(args) or 0)
     except NLUError as error:

@@ -217,7 +217,8 @@ def test_data_validate_counts(tmp_path: Path) -> None:
 
 def test_data_validate_warns_about_misaligned_entity(tmp_path: Path) -> None:
     write(tmp_path / "nlu.yml", 'version: "3.1"\nnlu:\n- intent: travel\n  examples: |\n'
-                                "    - fly to [Berl](city)in today\n    - fly to [Paris](city)\n")
+                                "    - fly to [Berl](city)in today\n    - fly to [Paris](city)\n"
+                                "- intent: greet\n  examples: |\n    - hi\n    - hello\n")
     result = run("data", "validate", "--data", "nlu.yml", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "entity 'city' ('Berl') in example 'fly to Berlin today' does not fall on token boundaries" in (

@@ -5,7 +5,7 @@ from nlu_engine.contract.message import Message, Token
 from nlu_engine.training_data import TrainingData
 from nlu_engine.training_data.annotations import parse_annotated
 from nlu_engine.training_data.domain import Domain
-from nlu_engine.training_data.validation import domain_warnings, validate
+from nlu_engine.training_data.validation import domain_warnings, training_warnings, validate
 
 
 def words(text: str) -> list[Token]:
@@ -23,7 +23,7 @@ def clean_data() -> TrainingData:
             example("hi", "greet"),
             example("hello", "greet"),
             example("fly to [Berlin]{\"entity\": \"city\", \"role\": \"to\"}", "travel"),
-            example("fly from [Paris](city) on [monday](date)", "travel"),
+            example("fly from [NYC](city) on [monday](date)", "travel"),
             example("what's your name", "faq/ask_name"),
             example("who are you", "faq/ask_name"),
         ],
@@ -187,3 +187,116 @@ def test_a_retrieval_intent_without_a_response_is_reported():
     data = project_data()
     data.responses = {"utter_faq/ask_name": [{"text": "a bot"}]}
     assert not any("retrieval intent" in w for w in validate(data, words).warnings)
+
+
+# --- intents the classifier cannot tell apart (issue 40, bad input and edges) -----------------
+def test_one_intent_only_is_one_warning_whatever_its_examples():
+    data = TrainingData(messages=[example("hello there", "greet")])
+    assert validate(data, words).warnings == [
+        "only one intent, 'greet': every message will be classified as 'greet'; add a second "
+        "intent (what the bot should not act on can go under 'out_of_scope')",
+        "intent 'greet' has only 1 example; add at least 2 (better 10 or more)",
+    ]
+    varied = TrainingData(messages=[example(t, "greet") for t in ("hi", "hello", "hey there")])
+    assert [w.split(":")[0] for w in validate(varied, words).warnings] == ["only one intent, 'greet'"]
+    # the loader's dropped copies of the same example count as repeats, not as another cause
+    repeated = validate(data, words, duplicates={("hello there", "greet"): 19}).warnings
+    assert "example 'hello there' appears 20 times under intent 'greet'; remove the duplicates" in repeated
+    assert sum("only one intent" in w for w in repeated) == 1
+
+
+def test_intents_with_the_same_examples_are_one_warning_not_one_per_example():
+    texts = ["hello", "hi", "hey", "good day"]
+    data = TrainingData(messages=[example(t, i) for i in ("greet", "bye", "thank") for t in texts])
+    assert validate(data, words).warnings == [
+        "intents 'bye', 'greet' and 'thank' share all their examples ('good day', 'hello', 'hey', "
+        "... (4 examples)): the classifier cannot tell them apart; give each examples of its own, "
+        "or merge them into one intent",
+    ]
+
+
+def test_an_intent_whose_examples_all_belong_to_others():
+    data = TrainingData(messages=[
+        example("hello", "greet"), example("hi", "greet"),
+        example("hello", "bye"), example("hi", "bye"),
+        example("hello", "thank"), example("thanks", "thank"), example("cheers", "thank"),
+        example("hello", "ack"), example("ok", "other"), example("fine", "other"),
+    ])
+    warnings = validate(data, words).warnings
+    assert warnings[:2] == [
+        "intents 'bye' and 'greet' share all their examples ('hello', 'hi'): the classifier cannot "
+        "tell them apart; give each examples of its own, or merge them into one intent",
+        "every example of intent 'ack' is also an example of 'bye', 'greet' and 'thank': the "
+        "classifier cannot tell 'ack' apart; give 'ack' examples of its own, or remove them from "
+        "the others",
+    ]
+    # 'hello' is also under 'thank', which has examples of its own: that example is still named
+    assert ("example 'hello' appears under intents 'ack' and 'bye' and 'greet' and 'thank'; keep it "
+            "under one intent") in warnings
+    assert not any(w.startswith("example 'hi'") for w in warnings)  # bye and greet explain it
+
+
+def test_distinct_intents_raise_no_separability_warning():
+    assert validate(clean_data(), words).warnings == []
+    assert training_warnings(clean_data()) == []
+
+
+# --- what no example teaches ---------------------------------------------------------------------
+def test_a_retrieval_response_without_examples_names_its_file():
+    data = project_data()
+    data.responses = {"utter_faq/ask_name": [{"text": "a bot"}], "utter_faq/ask_age": [{"text": "2"}],
+                      "utter_greet": [{"text": "hey"}]}
+    listed = domain(responses={"utter_faq/ask_age": [{"text": "2"}]})
+    message = ("response 'utter_faq/ask_age' in domain.yml has no examples of retrieval intent "
+               "'faq/ask_age', so the ResponseSelector never selects it; add examples under "
+               "'- intent: faq/ask_age' or remove the response")
+    assert validate(data, words, domain=listed).warnings == [message]
+    assert validate(data, words).warnings == [
+        message.replace("in domain.yml", "in the NLU data's 'responses:'")]
+
+
+def test_lookup_tables_and_synonyms_that_match_no_annotated_entity():
+    data = clean_data()
+    data.lookup_tables = [{"name": "airport", "elements": ["JFK", "LAX"]},
+                          {"name": "city", "elements": ["Rome"]},  # an annotated type
+                          {"name": "cities", "elements": ["berlin", "Oslo"]}]  # an annotated value
+    data.synonyms.update({"Big Apple": "New York", "Frisco": "San Francisco", "SF": "San Francisco"})
+    assert validate(data, words).warnings == [
+        "lookup table 'airport' matches no annotated entity (no example annotates an entity of type "
+        "'airport' or any of its 2 elements), so no extractor learns from it; annotate a few of its "
+        "elements as 'airport' entities in examples",
+        "synonym 'San Francisco' (Frisco, SF) matches no annotated entity: EntitySynonymMapper maps "
+        "only the values an extractor finds, and no example teaches one to find these; annotate a "
+        "few of them as entities in examples",
+    ]
+
+
+def test_an_entity_type_the_domain_lists_but_no_example_annotates():
+    listed = domain(intents=["greet", "travel", "faq"],
+                    entities={"city": {"roles": [], "groups": []}, "date": {"roles": [], "groups": []},
+                              "airport": {"roles": [], "groups": []}})
+    assert domain_warnings(project_data(), listed) == [
+        "entity 'airport' is listed in domain.yml but no example annotates it, so no trained "
+        "extractor finds it; annotate it in a few examples, or remove it from the domain (unless a "
+        "pretrained extractor such as Duckling or spaCy sets it)",
+    ]
+
+
+def test_training_warnings_are_what_trains_but_cannot_work():
+    """What ``nlu-engine train`` shows: not the data's style (repeats, token boundaries, intents
+    with one example), only what the model cannot do as the data means it to."""
+    data = project_data()
+    data.messages += [example("hi", "greet"), example("bye", "goodbye")]
+    data.responses = {"utter_faq/ask_name": [{"text": "a bot"}], "utter_faq/ask_age": [{"text": "2"}]}
+    data.lookup_tables = [{"name": "airport", "elements": ["JFK"]}]
+    listed = domain(intents=["greet", "travel", "faq", "goodbye", "thank"],
+                    entities={"city": {"roles": [], "groups": []}, "date": {"roles": [], "groups": []},
+                              "airport": {"roles": [], "groups": []}},
+                    responses={"utter_faq/ask_age": [{"text": "2"}], "utter_thank": [{"text": "np"}]})
+    warnings = training_warnings(data, listed)
+    assert [w.split(" ")[0:2] for w in warnings] == [
+        ["response", "'utter_faq/ask_age'"], ["lookup", "table"], ["intent", "'thank'"],
+        ["entity", "'airport'"]]
+    assert all("\n" not in w for w in warnings)
+    without = training_warnings(data)  # no domain: the response's place is the data's
+    assert without == [warnings[0].replace("in domain.yml", "in the NLU data's 'responses:'"), warnings[1]]

@@ -68,8 +68,8 @@ def test_an_intent_with_one_example_trains_the_default_pipeline_with_one_notice(
     err = capsys.readouterr().err
     # a notice (level 25) reaches the terminal: the package logger no longer drops it
     assert [n for n in lines_of(err, "notice") if "one example" in n] == [
-        "DIETClassifier: intents with one example cannot be held out (thank); its confidences are "
-        "not calibrated"]
+        "DIETClassifier: too few examples to hold 20 out by cross-fitting (intents with one example "
+        "are never held out: thank); its confidences are not calibrated"]
     assert lines_of(err, "warning") == []
     assert parse(capsys, tmp_path / "models" / "m.tar.gz", "thanks a lot")["intent"]["name"] == "thank"
 

@@ -101,12 +101,22 @@ class CalibratedDIET:
                 own = index.get(self.out_of_scope_intent_ or "")
                 self.calibration_ = sentence_head.cross_fitted_calibration(
                     vectors, labels, len(self.intents_), own, seed)
+        if self.config.calibration:
+            self._notice_head_calibration(examples)
+
+    def _notice_head_calibration(self, examples: list[Message]) -> None:
+        """One notice when an intent has one example (never held out) or the head could not be
+        calibrated (too few examples to cross-fit)."""
         single = sorted(name for name, n in Counter(self.label_of(m) for m in examples).items() if n < 2)
-        if self.config.calibration and (single or not self.calibration_.calibrated):
-            what = ("its confidences are not calibrated" if not self.calibration_.calibrated else
-                    "their confidences are calibrated on the other intents' examples")
-            logger.log(NOTICE, "%s: intents with one example cannot be held out (%s); %s",
-                       self.component_name(), ", ".join(single) or "none", what)
+        if not self.calibration_.calibrated:
+            never = f" (intents with one example are never held out: {', '.join(single)})" if single else ""
+            logger.log(NOTICE, "%s: too few examples to hold %d out by cross-fitting%s; its "
+                       "confidences are not calibrated", self.component_name(),
+                       calibration.MIN_HELD_OUT, never)
+        elif single:
+            logger.log(NOTICE, "%s: intents with one example cannot be held out (%s); their "
+                       "confidences are calibrated on the other intents' examples",
+                       self.component_name(), ", ".join(single))
 
     def _head_predictions(self, messages: list[Message], results: list[dict[str, np.ndarray]]) -> None:
         """The head's intent probabilities [N] and input vector [D] in each result, in place of

@@ -100,8 +100,8 @@ def test_too_few_examples_to_calibrate_is_still_one_notice(
         archive = train("diet", str(data), out=str(tmp_path), fixed_model_name="m", overrides=FAST,
                         log=None)
     assert notices(caplog) == [
-        "DIETClassifier: intents with one example cannot be held out (bye, greet); its confidences "
-        "are not calibrated"]
+        "DIETClassifier: too few examples to hold 20 out by cross-fitting (intents with one example "
+        "are never held out: bye, greet); its confidences are not calibrated"]
     model, diet = diet_of(archive)
     assert not diet.calibration_.calibrated
     assert model.parse("see you")["intent"]["name"] in {"greet", "bye"}

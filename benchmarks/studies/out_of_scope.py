@@ -4,7 +4,9 @@ split, where the left-out intents' messages are out of scope. Writes `nlu-engine
 (summary.json, the reliability diagram, the fallback sweep) to --out and prints the summary.
 
     .venv/bin/python -m benchmarks.studies.out_of_scope --config nlu_engine/pipelines/diet.yml \
-        --out results/oos_diet
+        --out results/oos_diet [--train ../shared/datasets/fewshot/NLU-Eval-KFold_1-10shot.md]
+
+``--train`` trains on another file of the fold's intents (a few-shot draw) instead of its split.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE")
     parser.add_argument("--out", default="results/out_of_scope")
+    parser.add_argument("--train", default=None, help="training file (default: the fold's train.md)")
     args = parser.parse_args()
 
     from nlu_engine.evaluation.experiments import held_out_intents, train_and_evaluate, without_intents
     from nlu_engine.evaluation.reports import format_summary, write_reports
     from nlu_engine.training_data import load_data
 
-    train = load_data(NLU_EVAL / f"KFold_{args.fold}" / "train.md")
+    train = load_data(args.train or NLU_EVAL / f"KFold_{args.fold}" / "train.md")
     test = load_data(NLU_EVAL / f"KFold_{args.fold}" / "test.md")
     unknown = held_out_intents(train, args.hold_out_intents, args.seed)
     train, messages = without_intents(train, test.messages, unknown, "out_of_scope")

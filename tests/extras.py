@@ -26,6 +26,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "spacy": ("spacy",),
     "lm": ("tokenizers", "safetensors"),
     "server": ("starlette", "uvicorn", "httpx"),
+    "postgres": ("psycopg",),
     "plot": ("matplotlib",),
     "crf": ("pycrfsuite",),
     "zh": ("jieba",),

@@ -59,6 +59,20 @@ def register(commands: Any) -> None:
                             "$TF_NUM_INTRAOP_THREADS; more helps only for large batches on many cores)")
     serve.add_argument("--access-log", action="store_true", help="log one line per request")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    log = serve.add_argument_group(
+        "logging what the server parses",
+        "record every parse (text, time, model, intent, ranking, entities, confidence, sender_id "
+        "and message_id) in a database, off the parse path: a database that cannot be written "
+        "is one warning, and parsing goes on")
+    log.add_argument("--log-messages", metavar="DB", default=None,
+                     help="a file (an SQLite database, made if missing) or a postgresql:// URL")
+    log.add_argument("--log-redact", action="append", default=[], metavar="RULE",
+                     help="mask before anything is stored: an entity type (its text and value "
+                          "become [TYPE]) or re:PATTERN (each match becomes [redacted]); repeatable")
+    log.add_argument("--log-retention-days", type=float, default=None, metavar="N",
+                     help="delete the rows older than N days (checked every minute)")
+    log.add_argument("--log-max-rows", type=int, default=None, metavar="N",
+                     help="keep only the newest N rows (checked every minute and at shutdown)")
     serve.add_argument("--enable-api", action="store_true",
                        help="accepted for Rasa compatibility; the API is always on")
     allow.add_arguments(serve)
@@ -75,6 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ) from None
     from nlu_engine.server.run import serve
 
+    message_log = log_settings(args)
     allowed = allow.allowed(args.allow_component, args.config)
     serve(
         model=args.model,
@@ -92,5 +107,29 @@ def cmd_serve(args: argparse.Namespace) -> int:
         access_log=args.access_log,
         log_level=args.log_level,
         allow_components=sorted(allowed),
+        message_log=message_log,
     )
     return 0
+
+
+def log_settings(args: argparse.Namespace) -> Any:
+    """The ``--log-*`` options as ``LogSettings``, or None without ``--log-messages``."""
+    if args.log_messages is None:
+        given = [flag for flag, value in (("--log-redact", args.log_redact),
+                                          ("--log-retention-days", args.log_retention_days),
+                                          ("--log-max-rows", args.log_max_rows)) if value]
+        if given:
+            raise NLUError(f"{', '.join(given)} needs --log-messages DB")
+        return None
+    try:
+        import sqlalchemy  # noqa: F401
+    except ImportError:
+        raise NLUError("--log-messages needs SQLAlchemy: pip install 'nlu-engine[server]'") from None
+    from nlu_engine.server.message_log import LogSettings
+
+    return LogSettings(
+        target=args.log_messages,
+        redact=tuple(args.log_redact),
+        retention_days=args.log_retention_days,
+        max_rows=args.log_max_rows,
+    )

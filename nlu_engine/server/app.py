@@ -17,10 +17,11 @@ Parsing runs on a worker thread through :class:`~nlu_engine.server.batching.Micr
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -75,6 +76,7 @@ def create_app(
     batch_wait: float = 0.0015,
     allow_components: Iterable[str] = (),
     worker_id: str | None = None,
+    message_log: dict[str, Any] | None = None,
 ) -> Starlette:
     """The ASGI app.
 
@@ -84,7 +86,9 @@ def create_app(
     (503 on parse) until ``PUT /model``. ``models_dir`` is the only folder ``PUT /model`` may load
     from (default: the folder of ``model_path``). ``allow_components`` names the custom component
     classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
-    ``worker_id`` names this process in ``/status`` (default: ``host:pid``).
+    ``worker_id`` names this process in ``/status`` (default: ``host:pid``). ``message_log``:
+    the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
+    as a dict), whose writer runs from startup to shutdown; None logs nothing.
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -105,13 +109,25 @@ def create_app(
         auth=Authenticator(auth_token, jwt_secret),
         worker_id=worker_id,
     )
+    if message_log is not None:
+        from nlu_engine.server.message_log import LogSettings, MessageLog
+        from nlu_engine.server.message_store import open_store
+
+        state.message_log = MessageLog(LogSettings.from_dict(message_log), open_store, state.worker_id)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        log = state.message_log
+        if log is not None:
+            await asyncio.to_thread(log.start)
         if state.model is None and state.model_path is not None:
             await startup_load(state)
-        yield
-        state.batcher.close()
+        try:
+            yield
+        finally:
+            state.batcher.close()
+            if log is not None:
+                await asyncio.to_thread(log.close)  # what is queued is written first
 
     middleware = []
     if cors:

@@ -31,6 +31,7 @@ from nlu_engine.server.http import (
     json_response,
     read_json,
 )
+from nlu_engine.server.message_log import identifier
 from nlu_engine.server.openapi import openapi_document
 from nlu_engine.server.state import ServerState, load_model
 
@@ -135,6 +136,7 @@ async def status(request: Request, state: ServerState) -> Response:
                 "batches": state.batcher.batches,
                 "largest_batch": state.batcher.largest_batch,
             },
+            "message_log": state.message_log.status() if state.message_log else {"enabled": False},
         }
     )
 
@@ -144,19 +146,23 @@ async def parse(request: Request, state: ServerState) -> Response:
     emulation = request.query_params.get("emulation_mode")
     if emulation and emulation.lower() != "rasa":
         raise RequestError(400, f"emulation_mode '{emulation[:50]}' is not supported; omit it")
-    state.require_model()
+    model = state.require_model()
     data = await request_json(request, state)
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object such as {\"text\": \"hello\"}")
     if "text" not in data:
         raise RequestError(400, "No text message defined in request body: send {\"text\": \"...\"}")
     text = check_text(data["text"], "text", state.max_text_chars)
-    return json_response(await state.batcher.parse(text, check_time(data.get("time"))))
+    result = await state.batcher.parse(text, check_time(data.get("time")))
+    if state.message_log is not None:  # queued for the log's writer thread; never waits
+        state.message_log.record("parse", [result], model, identifier(data.get("sender_id")),
+                                 identifier(data.get("message_id")))
+    return json_response(result)
 
 
 @endpoint(protected=True, body_token=True)
 async def parse_batch(request: Request, state: ServerState) -> Response:
-    state.require_model()
+    model = state.require_model()
     data = await request_json(request, state)
     texts = data.get("texts") if isinstance(data, dict) else data
     if not isinstance(texts, list):
@@ -164,7 +170,11 @@ async def parse_batch(request: Request, state: ServerState) -> Response:
     if len(texts) > state.max_batch_texts:
         raise RequestError(413, f"{len(texts)} texts; the limit is {state.max_batch_texts} per request")
     checked = [check_text(text, f"texts[{i}]", state.max_text_chars) for i, text in enumerate(texts)]
-    return json_response(await state.batcher.parse_many(checked))
+    results = await state.batcher.parse_many(checked)
+    if state.message_log is not None:
+        sender = identifier(data.get("sender_id")) if isinstance(data, dict) else None
+        state.message_log.record("batch", results, model, sender)
+    return json_response(results)
 
 
 @endpoint(protected=True)

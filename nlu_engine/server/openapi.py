@@ -146,7 +146,10 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": {"oneOf": [
                     texts,
                     {"type": "object", "required": ["texts"],
-                     "properties": {"texts": texts, "token": {"type": ["string", "null"]}}},
+                     "properties": {"texts": texts, "token": {"type": ["string", "null"]},
+                                    "sender_id": {"type": ["string", "number", "null"],
+                                                  "description": "Stored with each parse by "
+                                                                 "serve --log-messages"}}},
                 ]}}},
             },
             "responses": {
@@ -246,6 +249,23 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
                 "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},
                                "largest_batch": {"type": "integer"}},
             },
+            "message_log": {
+                "type": "object",
+                "description": "serve --log-messages, for the worker that answered: whether it "
+                               "is on, and its rows written, dropped, queued and pruned",
+                "required": ["enabled"],
+                "properties": {
+                    "enabled": {"type": "boolean"},
+                    "database": {"type": "string"},
+                    "rows_written": {"type": "integer"},
+                    "rows_dropped": {"type": "integer"},
+                    "rows_queued": {"type": "integer"},
+                    "rows_pruned": {"type": "integer"},
+                    "writing": {"type": "boolean",
+                                "description": "false while the database cannot be written"},
+                    "error": {"type": ["string", "null"]},
+                },
+            },
         },
     },
     "ParseRequest": {
@@ -253,7 +273,12 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "required": ["text"],
         "properties": {
             "text": {**text, "example": "book a table for two in Berlin"},
-            "message_id": {"description": "Accepted for Rasa compatibility; not used"},
+            "message_id": {"type": ["string", "number", "null"],
+                           "description": "Stored with the parse by serve --log-messages; "
+                                          "otherwise not used"},
+            "sender_id": {"type": ["string", "number", "null"],
+                          "description": "Stored with the parse by serve --log-messages; "
+                                         "otherwise not used"},
             "time": {"type": ["number", "string", "null"], "example": 1700000000,
                      "description": "When the message was sent (Rasa's field): seconds since the "
                                     "epoch or an ISO 8601 date-time; Duckling reads relative dates "

@@ -17,12 +17,15 @@ import re
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.contract.threads import blas_thread_environment
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.server.message_log import LogSettings
 
 ENV_SETTINGS = "NLU_ENGINE_SERVE"
 logger = logging.getLogger("nlu_engine.server")
@@ -130,11 +133,14 @@ def serve(
     access_log: bool = False,
     log_level: str = "info",
     allow_components: list[str] | None = None,
+    message_log: LogSettings | None = None,
 ) -> None:
     """Load the model and serve the API until interrupted.
 
     ``allow_components``: the custom component classes a model may import, at startup and on
-    ``PUT /model`` alike.
+    ``PUT /model`` alike. ``message_log``: record every parse (``--log-messages``); its database
+    is opened and checked here, so one that is not a log is a one-line error before anything
+    listens.
     """
     import logging.config
 
@@ -155,6 +161,12 @@ def serve(
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))
     archive, models_dir = resolve_model(model)
+    if message_log is not None:
+        from nlu_engine.server.message_store import open_store
+
+        store = open_store(message_log.target)  # made here, once, before the workers start
+        logger.info("logging every parse to %s", store.description)
+        store.close()
     if archive is None:
         logger.warning("no model archive in '%s'; answering 503 until PUT /model loads one", models_dir)
     settings: dict[str, Any] = {
@@ -168,6 +180,7 @@ def serve(
         "batch_size": max_batch,
         "batch_wait": batch_wait,
         "allow_components": sorted(allowed),
+        "message_log": message_log.as_dict() if message_log is not None else None,
     }
     common: dict[str, Any] = {
         "host": host,

@@ -17,6 +17,7 @@ from nlu_engine.server.http import RequestError
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.assembly.model import Model
+    from nlu_engine.server.message_log import MessageLog
 
 logger = logging.getLogger("nlu_engine.server")
 
@@ -38,7 +39,7 @@ def load_model(path: Path, allow_components: frozenset[str] = frozenset()) -> Mo
 
 
 class ServerState:
-    """What the endpoints share: the current model, the batcher and the limits."""
+    """What the endpoints share: the current model, the batcher, the limits and the message log."""
 
     def __init__(
         self,
@@ -74,6 +75,7 @@ class ServerState:
         )
         self.reload_lock: asyncio.Lock | None = None
         self.started = time.time()
+        self.message_log: MessageLog | None = None  # serve --log-messages
 
     def require_model(self) -> Model:
         model = self.model

@@ -31,7 +31,7 @@ from nlu_engine import MINIMUM_COMPATIBLE_VERSION, __version__
 from nlu_engine.assembly.config import ComponentSpec, PipelineConfig, make_config
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.assembly.registry import check_loadable, component_class_for_loading
-from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.errors import ArchiveError, ArchiveMemberError, ConfigError
 
 MANIFEST = "manifest.json"
 MAX_MEMBERS = 10_000  # members and the folders they imply
@@ -482,12 +482,15 @@ def load_pipeline(
             raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
         try:
             component = cls.load(directory, params)
+        except ArchiveMemberError as error:  # names the component's folder, file and array
+            raise ArchiveError(f"model archive '{where}': {error}") from None
         except ArchiveError:
             raise
         except Exception as error:  # missing or corrupt files: KeyError, ValueError, BadZipFile, ...
+            detail = " ".join(str(error).split())[:300]  # one line, whatever the library said
             raise ArchiveError(
                 f"model archive '{where}': {name} could not be restored "
-                f"({type(error).__name__}: {error}); retrain the model"
+                f"({type(error).__name__}: {detail}); retrain the model"
             ) from error
         component.index = index
         component.language = language

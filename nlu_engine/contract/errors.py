@@ -28,6 +28,11 @@ class ArchiveError(NLUError):
     """A model archive that cannot be loaded safely."""
 
 
+class ArchiveMemberError(ArchiveError):
+    """A file of an extracted archive that is refused (``contract.npz``): the message names the
+    component's folder, the file and the array; the archive's loader adds the archive."""
+
+
 def closest(word: str, choices: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice, or '' when nothing is close."""
     match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

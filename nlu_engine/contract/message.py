@@ -10,6 +10,8 @@ optionally ``role``, ``group``, ``confidence_entity``, ``extractor``, ``processo
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -172,4 +174,35 @@ class Message:
             result["intent"]["full_retrieval_intent_name"] = full_name
         if self.response_selector is not None:
             result["response_selector"] = self.response_selector
+        _refuse_non_finite(result)
         return result
+
+
+def _refuse_non_finite(result: dict[str, Any]) -> None:
+    """ValueError when a confidence of the parse result is NaN or infinite: strict JSON has no
+    such number (Rasa's own clients refuse it), and only broken weights make one."""
+    for where, value in _confidences(result):
+        if isinstance(value, float | np.floating) and not math.isfinite(value):
+            path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in where)
+            raise ValueError(
+                f"the parse result holds {value} at {path[1:81]}, which JSON cannot carry; the "
+                "model's weights are broken: retrain the model or restore its archive"
+            )
+
+
+def _confidences(result: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+    """(where, value) of every confidence of a parse result."""
+    yield ("intent", "confidence"), result["intent"]["confidence"]
+    for i, ranked in enumerate(result["intent_ranking"]):
+        yield ("intent_ranking", i, "confidence"), ranked.get("confidence")
+    for i, entity in enumerate(result["entities"]):
+        for key, value in entity.items():
+            if key.startswith("confidence"):
+                yield ("entities", i, key), value
+    for key, selected in (result.get("response_selector") or {}).items():
+        if not isinstance(selected, dict):
+            continue  # all_retrieval_intents
+        where = ("response_selector", key)
+        yield (*where, "response", "confidence"), selected.get("response", {}).get("confidence")
+        for i, ranked in enumerate(selected.get("ranking", [])):
+            yield (*where, "ranking", i, "confidence"), ranked.get("confidence")

@@ -17,6 +17,7 @@ from nlu_engine.classifiers.sentence_head import (
     cross_fitted_calibration,
     sentence_vectors,
 )
+from nlu_engine.contract.errors import ArchiveError
 from nlu_engine.contract.message import Features, Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import write_data
@@ -78,7 +79,10 @@ def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None
     assert np.array_equal(loaded.probabilities(x), head.probabilities(x))
     assert SentenceHead.load(tmp_path / "missing") is None
     np.savez(tmp_path / HEAD_FILE, weights=np.full((4, 3), np.nan, np.float32), bias=np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ArchiveError, match="array 'weights' holds NaN"):  # as every array (contract.npz)
+        SentenceHead.load(tmp_path)
+    np.savez(tmp_path / HEAD_FILE, weights=np.full((4, 3), 1e300), bias=np.zeros(3))  # inf at float32
+    with pytest.raises(ValueError, match="NaN or infinite"):
         SentenceHead.load(tmp_path)
     np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.float32), bias=np.zeros(2, np.float32))
     with pytest.raises(ValueError, match="do not fit"):

@@ -425,6 +425,19 @@ def test_missing_or_corrupt_tuned_weights_never_fall_back_to_the_pretrained_ones
     with pytest.raises(ArchiveError, match="do not fit trainable_layers 1"):
         LanguageModelFeaturizer.load(saved, config)
 
+    # the right layers and a matching checksum, but a NaN, or a wider dtype than the meta says
+    original = dict(featurizer.tuned_weights_)
+    first = next(iter(original))
+    poisoned = original[first].copy()
+    poisoned.flat[0] = np.nan
+    for changed, message in (({first: poisoned}, f"array '{first}' holds NaN"),
+                             ({first: original[first].astype(np.float64)}, f"array '{first}' is float64")):
+        np.savez(tuned, **{**original, **changed})
+        meta["tuned_weights"]["sha256"] = weights_checksum(tuned)
+        (saved / "language_model.json").write_text(json.dumps(meta))
+        with pytest.raises(ArchiveError, match=message):
+            LanguageModelFeaturizer.load(saved, config)
+
 
 def test_a_trainable_featurizer_nothing_fine_tuned_is_not_saved(bert_dir: Path, tmp_path: Path) -> None:
     featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True)

@@ -450,8 +450,10 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         component.calibration_ = calibration.Calibration.load(directory)
         component.head_ = SentenceHead.load(directory)
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
-        try:
+        try:  # the network built and run once on one token: its weights fit together
             component._build_predict()
+            component._inference.probe(component.seq_vocab_, component.sent_vocab_,
+                                       component.dense_seq_dim_, component.dense_sent_dim_)
         except (KeyError, ValueError, IndexError) as error:
             raise ValueError(
                 f"the stored weights do not fit the network the config describes ({error})"

@@ -161,6 +161,9 @@ class DIETInference:
         )
         self.label_embeddings = self._label_embeddings(label_features) if self.intents else None
         self.layers = [names.TransformerLayer(i) for i in range(self.num_layers)]
+        if self.num_layers:  # before ONNX Runtime sees them: it only checks shapes as it runs
+            rows = self.max_relative + (0 if self.unidirectional else self.max_relative) + 1
+            check_transformer(self.w, self.layers, self.num_heads, self.units, rows)
         self._qkv = {  # per attention layer, the query, key and value kernels side by side [U, 3U]
             layer.index: np.ascontiguousarray(np.concatenate(
                 [self.w[names.kernel(layer.attention(part))] for part in ("query", "key", "value")],
@@ -284,6 +287,25 @@ class DIETInference:
         x = layer_norm(x, self.w[names.gamma(norm)], self.w[names.beta(norm)])
         return gelu(x)
 
+    def probe(self, seq_vocab: int, sent_vocab: int, dense_seq: int, dense_sent: int) -> None:
+        """One message of one token through the network in NumPy, never ONNX Runtime (a model
+        loading checks its weights so): ValueError, IndexError or KeyError when the weights do
+        not fit together or the vocabularies and dense widths."""
+        batch: dict[str, np.ndarray] = {"shape": np.array([1, 1], np.int32), "lengths": np.ones(1, np.int32)}
+        for kind, vocab in (("seq", seq_vocab), ("sent", sent_vocab)):
+            ids = np.array([vocab - 1] if vocab > 0 else [], np.int64)  # the last row of the table
+            batch[f"{kind}_ids"], batch[f"{kind}_values"] = ids, np.ones(len(ids), np.float32)
+            batch[f"{kind}_positions"] = np.zeros(len(ids), np.int64)
+        if dense_seq:
+            batch["dense_seq"] = np.zeros((1, 1, dense_seq), np.float32)
+        if dense_sent:
+            batch["dense_sent"] = np.zeros((1, dense_sent), np.float32)
+        onnx, self.onnx = self.onnx, None
+        try:
+            self._predict_batch(batch)
+        finally:
+            self.onnx = onnx
+
     # --- heads ----------------------------------------------------------------------------
     def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Intent similarities [B, N]; per tag set, tags and confidences [B, T] (0 at padding)."""
@@ -323,6 +345,36 @@ class DIETInference:
                 entity_tags = tags
             out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidence
         return out
+
+
+def check_transformer(
+    w: dict[str, np.ndarray], layers: list[names.TransformerLayer], heads: int, units: int,
+    relative_rows: int,
+) -> None:
+    """ValueError unless the transformer's weights have the shapes of ``heads`` x ``units`` (U)
+    and relative tables of at least ``relative_rows`` rows; the input width D and the
+    feed-forward width F are what the weights say."""
+    if heads < 1 or units % heads:
+        raise ValueError(f"{units} transformer units do not split into {heads} attention heads")
+    u = units
+    embedding, output = names.TRANSFORMER_EMBEDDING, names.TRANSFORMER_OUTPUT_NORM
+    tables = [w[n] for layer in layers for n in (layer.key_relative, layer.value_relative) if n in w]
+    rows = max(relative_rows, tables[0].shape[1] if tables and tables[0].ndim == 3 else 0)
+    shapes = {names.kernel(embedding): (np.shape(w[names.kernel(embedding)])[:1] or (-1,)) + (u,),
+              names.bias(embedding): (u,), names.gamma(output): (u,), names.beta(output): (u,)}
+    for layer in layers:
+        f = (np.shape(w[names.kernel(layer.ffn_in)])[1:] or (-1,))[0]
+        for norm in (layer.attention_norm, layer.ffn_norm):
+            shapes[names.gamma(norm)] = shapes[names.beta(norm)] = (u,)
+        for part in ("query", "key", "value", "output"):
+            shapes[names.kernel(layer.attention(part))] = (u, u)
+        shapes[names.bias(layer.attention("output"))] = (u,)
+        shapes[layer.key_relative] = shapes[layer.value_relative] = (heads, rows, u // heads)
+        shapes.update({names.kernel(layer.ffn_in): (u, f), names.bias(layer.ffn_in): (f,),
+                       names.kernel(layer.ffn_out): (f, u), names.bias(layer.ffn_out): (u,)})
+    for name, shape in shapes.items():
+        if name in w and w[name].shape != shape:
+            raise ValueError(f"'{name}' has shape {w[name].shape}, the network needs {shape}")
 
 
 def _stack_depth(weights: dict[str, np.ndarray], stack: str) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.classifiers.diet import weight_names
-from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.npz import Expected, load_npz, refusal, shown
 
 STATE_FILE = "diet.json"
 WEIGHTS_FILE = "weights.npz"
@@ -37,6 +37,8 @@ WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES
 INT8, SCALE = ":int8", ":scale"
+FLOAT_WEIGHTS = ("float16", "float32")  # as saved (float16), or as trained
+LABEL_KERNEL = weight_names.kernel(weight_names.LABEL_DENSE)  # [label features, units]
 
 #: a sparse table's int8 form: name -> (q [V, U] int8, scale [V] float32)
 Quantized = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -124,40 +126,66 @@ def save(directory: Path, stored: Stored) -> None:
 
 
 def load(directory: Path) -> Stored:
-    """What :func:`save` wrote into ``directory``; ValueError for a model of another format or
-    weights that do not match their description."""
+    """What :func:`save` wrote into ``directory``; ValueError for a model of another format,
+    ArchiveMemberError (``contract.npz``) for an array that is not what ``diet.json`` records
+    (shape) or the format stores (dtype), or that holds NaN or infinite values."""
     state = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
-    if state.get("format") != WEIGHTS_FORMAT:
+    if not isinstance(state, dict) or state.get("format") != WEIGHTS_FORMAT:
+        found = state.get("format", 1) if isinstance(state, dict) else "unknown"
         raise ValueError(
-            f"the model was saved by an older nlu_engine (weights format {state.get('format', 1)}, "
+            f"the model was saved by an older nlu_engine (weights format {found}, "
             f"this version reads {WEIGHTS_FORMAT}); train it again"
         )
+    shapes = _weight_shapes(state.pop("weight_shapes", None))
     hashes = None
     if (directory / EXAMPLES_FILE).is_file():
-        hashes = load_npz(directory / EXAMPLES_FILE)["hashes"].astype(np.uint64)
-    label_features = load_npz(directory / LABEL_FEATURES_FILE)["label_features"].astype(np.float32)
-    weights, quantized = _read_weights(directory / WEIGHTS_FILE)
-    shapes = {str(k): list(v) for k, v in state.pop("weight_shapes").items()}
-    if shapes != {name: list(w.shape) for name, w in weights.items()}:
-        raise ValueError(f"the stored weights do not match their description in {STATE_FILE}")
+        hashes = load_npz(directory / EXAMPLES_FILE, {"hashes": Expected(dtype="uint64")})["hashes"]
+    label_shape = None
+    if isinstance(state.get("intents"), list) and LABEL_KERNEL in shapes:
+        label_shape = (len(state["intents"]), shapes[LABEL_KERNEL][0])
+    label_features = load_npz(
+        directory / LABEL_FEATURES_FILE, {"label_features": Expected(label_shape, "float32")}
+    )["label_features"]
+    weights, quantized = _read_weights(directory / WEIGHTS_FILE, shapes)
+    if missing := sorted(set(shapes) - set(weights)):
+        raise refusal(directory / WEIGHTS_FILE, f"lacks the weight {shown(missing[0])} {STATE_FILE} names")
+    if extra := sorted(set(weights) - set(shapes)):
+        raise refusal(directory / WEIGHTS_FILE, f"holds {shown(extra[0])}, which {STATE_FILE} does not name")
     del state["format"]
     return Stored(state=state, weights=weights, quantized=quantized, label_features=label_features,
                   example_hashes=hashes)
 
 
-def _read_weights(path: Path) -> tuple[dict[str, np.ndarray], Quantized]:
-    """(every weight in float32, the int8 tables' stored form) from ``weights.npz``."""
-    stored = load_npz(path)
+def _weight_shapes(raw: Any) -> dict[str, tuple[int, ...]]:
+    """``diet.json``'s ``weight_shapes``: weight name -> shape."""
+    if not isinstance(raw, dict) or not all(
+        isinstance(shape, list) and all(type(n) is int and n >= 0 for n in shape) for shape in raw.values()
+    ):
+        raise ValueError(f"{STATE_FILE}: weight_shapes is not a map of weight names to shapes")
+    return {str(name): tuple(shape) for name, shape in raw.items()}
+
+
+def _read_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> tuple[dict[str, np.ndarray], Quantized]:
+    """(every weight in float32, the int8 tables' stored form) from ``weights.npz``, each array
+    checked against ``shapes`` and the format's dtypes before it is read: a weight at float16,
+    a sparse table at int8 with a float32 scale per row."""
+    expected: dict[str, Expected] = {}
+    for name, shape in shapes.items():
+        expected[name] = Expected(shape, FLOAT_WEIGHTS, required=False)
+        if name in SPARSE_TABLES and shape:
+            expected[f"{name}{INT8}"] = Expected(shape, "int8", required=False)
+            expected[f"{name}{SCALE}"] = Expected(shape[:1], "float32", required=False)
+    stored = load_npz(path, expected)
     weights: dict[str, np.ndarray] = {}
     quantized: Quantized = {}
     for name, w in stored.items():
         if name.endswith(INT8):
             base = name[: -len(INT8)]
-            q, scale = w.astype(np.int8), stored[f"{base}{SCALE}"].astype(np.float32)
-            if q.ndim != 2 or scale.shape != (q.shape[0],):
-                raise ValueError(f"the quantized weights '{base}' are malformed")
-            quantized[base] = (q, scale)
-            weights[base] = dequantize_rows(q, scale)
+            scale = stored.get(f"{base}{SCALE}")
+            if base in stored or scale is None or w.ndim != 2 or scale.shape != (w.shape[0],):
+                raise refusal(path, f"the quantized weights {shown(base)} are malformed")
+            quantized[base] = (w, scale)
+            weights[base] = dequantize_rows(w, scale)
         elif not name.endswith(SCALE):
             weights[name] = w.astype(np.float32) if w.dtype == np.float16 else w
     return weights, quantized

@@ -58,6 +58,7 @@ import numpy as np
 from nlu_engine.contract.component import DenseFeaturizer, EncoderOptimization, param
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Features, Message
+from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.paths import shallowest_folder
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense.bert import (
@@ -572,16 +573,19 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             )
         if component.config.trainable:
             try:
-                component.adopt(_stored_tuned_weights(directory, meta))
+                component.adopt(_stored_tuned_weights(directory, meta, component._tuned_shapes()))
             except ValueError as error:
                 raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
         parse_encoder(component._encoder())  # the ONNX graph, if any, is built now, not at the first parse
         return component
 
 
-def _stored_tuned_weights(directory: Path, meta: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The fine-tuned weights an archive holds; ArchiveError when missing, altered or unreadable
-    (never the pretrained weights instead)."""
+def _stored_tuned_weights(
+    directory: Path, meta: dict[str, Any], shapes: dict[str, tuple[int, ...]]
+) -> dict[str, np.ndarray]:
+    """The fine-tuned weights an archive holds, each of its ``shapes`` and the dtype the meta
+    records, finite; ArchiveError when missing, altered or unreadable (never the pretrained
+    weights instead)."""
     path = directory / TUNED_FILE
     info = meta.get("tuned_weights")
     if not isinstance(info, dict) or not path.is_file():
@@ -594,12 +598,6 @@ def _stored_tuned_weights(directory: Path, meta: dict[str, Any]) -> dict[str, np
             f"LanguageModelFeaturizer: the fine-tuned encoder weights ({TUNED_FILE}) are corrupt "
             "(their SHA-256 differs from the one recorded at training); retrain the model"
         )
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            weights = {name: stored[name] for name in stored.files}
-    except Exception as error:  # zipfile and numpy raise their own error types
-        raise ArchiveError(
-            f"LanguageModelFeaturizer: the fine-tuned encoder weights ({TUNED_FILE}) cannot be "
-            f"read ({error}); retrain the model"
-        ) from None
-    return weights
+    dtype = info.get("dtype") if info.get("dtype") in ("float16", "float32") else ("float16", "float32")
+    # a missing or extra layer: ``adopt`` says which trainable_layers the weights do not fit
+    return load_npz(path, {name: Expected(shape, dtype, required=False) for name, shape in shapes.items()})

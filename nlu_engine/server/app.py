@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -115,20 +115,6 @@ def create_app(
 
         state.message_log = MessageLog(LogSettings.from_dict(message_log), open_store, state.worker_id)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        log = state.message_log
-        if log is not None:
-            await asyncio.to_thread(log.start)
-        if state.model is None and state.model_path is not None:
-            await startup_load(state)
-        try:
-            yield
-        finally:
-            state.batcher.close()
-            if log is not None:
-                await asyncio.to_thread(log.close)  # what is queued is written first
-
     middleware = []
     if cors:
         middleware.append(
@@ -143,10 +129,31 @@ def create_app(
         routes=ROUTES,
         middleware=middleware,
         exception_handlers={HTTPException: http_error},
-        lifespan=lifespan,
+        lifespan=_lifespan(state),
     )
     app.state.nlu = state
     return app
+
+
+def _lifespan(state: ServerState) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Startup (the message log's writer, the model) and shutdown (the batcher, then the log,
+    whose queue is written first)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        log = state.message_log
+        if log is not None:
+            await asyncio.to_thread(log.start)
+        if state.model is None and state.model_path is not None:
+            await startup_load(state)
+        try:
+            yield
+        finally:
+            state.batcher.close()
+            if log is not None:
+                await asyncio.to_thread(log.close)
+
+    return lifespan
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -216,6 +216,25 @@ def _security_schemes() -> dict[str, Any]:
     }
 
 
+#: ``/status``'s ``message_log`` block
+MESSAGE_LOG_STATUS: dict[str, Any] = {
+    "type": "object",
+    "description": "serve --log-messages, for the worker that answered: whether it "
+                   "is on, and its rows written, dropped, queued and pruned",
+    "required": ["enabled"],
+    "properties": {
+        "enabled": {"type": "boolean"},
+        "database": {"type": "string"},
+        "rows_written": {"type": "integer"},
+        "rows_dropped": {"type": "integer"},
+        "rows_queued": {"type": "integer"},
+        "rows_pruned": {"type": "integer"},
+        "writing": {"type": "boolean", "description": "false while the database cannot be written"},
+        "error": {"type": ["string", "null"]},
+    },
+}
+
+
 def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
     """What the requests send and the service endpoints answer."""
     return {
@@ -249,23 +268,7 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
                 "properties": {"requests": {"type": "integer"}, "batches": {"type": "integer"},
                                "largest_batch": {"type": "integer"}},
             },
-            "message_log": {
-                "type": "object",
-                "description": "serve --log-messages, for the worker that answered: whether it "
-                               "is on, and its rows written, dropped, queued and pruned",
-                "required": ["enabled"],
-                "properties": {
-                    "enabled": {"type": "boolean"},
-                    "database": {"type": "string"},
-                    "rows_written": {"type": "integer"},
-                    "rows_dropped": {"type": "integer"},
-                    "rows_queued": {"type": "integer"},
-                    "rows_pruned": {"type": "integer"},
-                    "writing": {"type": "boolean",
-                                "description": "false while the database cannot be written"},
-                    "error": {"type": ["string", "null"]},
-                },
-            },
+            "message_log": MESSAGE_LOG_STATUS,
         },
     },
     "ParseRequest": {

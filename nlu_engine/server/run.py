@@ -117,6 +117,21 @@ def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) ->
         extract_archive(path, Path(tmp), allow_components)
 
 
+def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: int,
+                  batch_wait: float, port: int) -> None:
+    """One line for a serving limit out of range, before anything loads."""
+    if workers < 1:
+        raise NLUError("--workers must be at least 1")
+    if max_body < 1:
+        raise NLUError("--max-body-bytes must be positive")
+    if max_text_chars < 1:
+        raise NLUError("--max-text-chars must be positive")
+    if max_batch < 1 or not 0 <= batch_wait <= 1:
+        raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
+    if not 0 <= port <= 65535:
+        raise NLUError(f"--port {port} is not a TCP port (0-65535)")
+
+
 def serve(
     model: str | Path = "models",
     host: str = "127.0.0.1",
@@ -147,16 +162,7 @@ def serve(
     from nlu_engine.assembly.registry import allowed_components
     from nlu_engine.server.app import create_app, load_model
 
-    if workers < 1:
-        raise NLUError("--workers must be at least 1")
-    if max_body < 1:
-        raise NLUError("--max-body-bytes must be positive")
-    if max_text_chars < 1:
-        raise NLUError("--max-text-chars must be positive")
-    if max_batch < 1 or not 0 <= batch_wait <= 1:
-        raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
-    if not 0 <= port <= 65535:
-        raise NLUError(f"--port {port} is not a TCP port (0-65535)")
+    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port)
     allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))

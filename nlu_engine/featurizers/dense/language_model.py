@@ -474,8 +474,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         if dtype == "bfloat16" and not onednn_active():  # bfloat16 is no faster without oneDNN
             logger.info("LanguageModelFeaturizer: no oneDNN in this TensorFlow: fine-tuning in float32")
             dtype = "float32"
-        model = self._model()
-        weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
+        model, weights = self._model(), self.pretrained_weights(everything=True)
         return TrainableBert(
             model.config, weights, self._first_trainable(), self.config.encoder_dropout,
             self.sentence_pooling(), self._normalize(), compute_dtype=dtype, name="language_model",
@@ -504,10 +503,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             shapes.update(layer_shapes(config, layer))
         return shapes
 
-    def pretrained_weights(self) -> dict[str, np.ndarray]:
-        model = self._model()
-        weights = load_weights(model.folder / WEIGHTS_FILE, model.config)
-        return {name: weights[name] for name in self._tuned_shapes()}
+    def pretrained_weights(self, everything: bool = False) -> dict[str, np.ndarray]:
+        weights = load_weights(self._model().folder / WEIGHTS_FILE, self._model().config)
+        return weights if everything else {name: weights[name] for name in self._tuned_shapes()}
 
     def adopt(self, weights: dict[str, np.ndarray]) -> None:
         """Take the fine-tuned weights, rounded to ``weights_dtype`` as they will be stored."""
@@ -521,10 +519,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             )
         dtype = np.float16 if self.config.weights_dtype == "float16" else np.float32
         self.tuned_weights_ = {name: np.asarray(w).astype(dtype) for name, w in weights.items()}
-        model = self._model()
-        merged = load_weights(model.folder / WEIGHTS_FILE, model.config)
-        merged.update({name: w.astype(np.float32) for name, w in self.tuned_weights_.items()})
-        self._tuned = BertEncoder(model.config, merged, self.config.precision)
+        merged = {**self.pretrained_weights(everything=True),
+                  **{name: w.astype(np.float32) for name, w in self.tuned_weights_.items()}}
+        self._tuned = BertEncoder(self._model().config, merged, self.config.precision)
 
     # persistence ------------------------------------------------------------------------------
     def persist(self, directory: Path) -> None:

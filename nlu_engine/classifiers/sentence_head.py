@@ -145,10 +145,12 @@ def cross_fit_folds(labels: np.ndarray, folds: int = FOLDS, seed: int | None = 4
 
 def cross_fitted_probabilities(
     vectors: np.ndarray, labels: np.ndarray, n_labels: int, seed: int | None = 42,
+    assignment: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(out-of-fold probabilities [H, N], the indices [H] of the examples they are for): each
-    held-out example predicted by a head trained on the other folds."""
-    assignment = cross_fit_folds(labels, seed=seed)
+    held-out example predicted by a head trained on the other folds (``assignment``, by default
+    ``cross_fit_folds``)."""
+    assignment = cross_fit_folds(labels, seed=seed) if assignment is None else assignment
     rows, probabilities = [], []
     for fold in range(int(assignment.max(initial=-1)) + 1):
         held = np.flatnonzero(assignment == fold)
@@ -170,11 +172,11 @@ def cross_fitted_calibration(
     class means and covariance from every example of a known intent but the out-of-scope one,
     with the out-of-fold examples' distances (each to means fitted without its fold) as its
     reference. Uncalibrated when fewer than ``MIN_HELD_OUT`` examples could be held out."""
-    probabilities, rows = cross_fitted_probabilities(vectors, labels, n_labels, seed)
+    assignment = cross_fit_folds(labels, seed=seed)
+    probabilities, rows = cross_fitted_probabilities(vectors, labels, n_labels, seed, assignment)
     if len(rows) < calibration.MIN_HELD_OUT:
         return calibration.Calibration()
     fitted = calibration.calibrate_probabilities(probabilities, labels[rows])
-    assignment = cross_fit_folds(labels, seed=seed)
     in_scope_rows = labels != out_of_scope if out_of_scope is not None else np.ones(len(labels), bool)
     reference = []
     for fold in range(int(assignment.max(initial=-1)) + 1):

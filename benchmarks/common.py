@@ -3,6 +3,7 @@ install are, and a median timing of repeated steps."""
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import time
@@ -35,3 +36,11 @@ def median_ms(step: Callable[[], object], runs: int) -> float:
         step()
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times)
+
+
+def emit_json(result: dict, path: str | Path | None) -> None:
+    """Print ``result`` as indented JSON, and write it to ``path`` too when one is given."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if path:
+        Path(path).write_text(text + "\n", encoding="utf-8")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import statistics
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, emit_json
 from benchmarks.perf.serve_benchmark import Client, load_texts, percentile, status
 from nlu_engine.evaluation.benchmarking import cpu_model
 from nlu_engine.server.process import ServerProcess
@@ -119,10 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {result['model_file']} | {result['p50_off_ms']} | {result['p50_on_ms']} | "
           f"{result['difference_ms']:+} | {result['rows_written']} / {result['requests_logged']} | "
           f"{result['errors']} |")
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n", encoding="utf-8")
+    emit_json(result, args.json_out)
     return 0
 
 

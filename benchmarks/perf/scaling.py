@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import NLU_EVAL, SNIPS
+from benchmarks.common import NLU_EVAL, SNIPS, emit_json
 
 CORPUS_SOURCES = [SNIPS, NLU_EVAL]
 PARSE_MODES = {
@@ -193,10 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if "http" in sections:
         results["http"] = bench_http(model, args)
     results["load_average_after"] = os.getloadavg()
-    text = json.dumps(results, indent=2)
-    print(text)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n", encoding="utf-8")
+    emit_json(results, args.json_out)
     return 0
 
 

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import emit_json
 from nlu_engine.server.process import LOOPBACK, ServerProcess
 
 DEFAULT_TEXTS = [
@@ -255,10 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| {Path(args.model).name} | {ready} | {seq['p50_ms']} | {seq['p95_ms']} | "
           f"{seq['requests_per_second']} | {conc['requests_per_second']} | "
           f"{seq['errors'] + conc['errors']} | {memory_after['rss_mb']} |")
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json_out:
-        Path(args.json_out).write_text(text + "\n", encoding="utf-8")
+    emit_json(result, args.json_out)
     return 0 if seq["errors"] + conc["errors"] == 0 else 1
 
 

@@ -21,6 +21,7 @@ from nlu_engine.contract.errors import ArchiveError
 from nlu_engine.contract.message import Features, Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import write_data
+from tests.classifiers.few_shot_data import FRAMES, TOPICS
 
 
 def clusters(per_label: list[int], dim: int = 16, seed: int = 0, spread: float = 0.3):
@@ -118,14 +119,6 @@ def test_sentence_vectors_put_unit_length_features_side_by_side() -> None:
     assert sentence_vectors([Message(text="no features")]) is None
 
 
-TOPICS = {
-    "weather": ["rain", "sunny", "forecast", "cloudy", "storm"],
-    "music": ["song", "album", "playlist", "band", "jazz"],
-    "food": ["pizza", "pasta", "dinner", "sushi", "lunch"],
-    "travel": ["flight", "hotel", "train", "airport", "ticket"],
-}
-FRAMES = ["tell me about the {}", "what about {} today", "i want some {} please", "any {} news",
-          "{} now", "is there a {}", "find me a {}", "more {}"]
 
 
 def few_shot(per_intent: int, seed: int = 0) -> TrainingData:

@@ -18,24 +18,17 @@ from nlu_engine.assembly.model import Model, train
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.training_data import load_data
+from tests.classifiers.few_shot_data import FRAMES, TOPICS
 
 #: the shipped pipeline, small and short enough for a test
 FAST = ["DIETClassifier.epochs=1", "DIETClassifier.transformer_size=16",
         "DIETClassifier.number_of_transformer_layers=1", "ResponseSelector.epochs=1"]
-WORDS = {
-    "weather": ["rain", "sunny", "forecast", "cloudy", "storm"],
-    "music": ["song", "album", "playlist", "band", "jazz"],
-    "food": ["pizza", "pasta", "dinner", "sushi", "lunch"],
-    "travel": ["flight", "hotel", "train", "airport", "ticket"],
-}
-FRAMES = ["tell me about the {}", "what about {} today", "i want some {} please", "any {} news",
-          "{} now", "is there a {}", "find me a {}", "more {}"]
 
 
 def write_nlu(path: Path, intents: int, per_intent: int) -> Path:
     """``intents`` topics with ``per_intent`` distinct examples each, and 'phone' with one."""
     lines = ["nlu:"]
-    for intent, words in list(WORDS.items())[:intents]:
+    for intent, words in list(TOPICS.items())[:intents]:
         texts = [frame.format(word) for frame in FRAMES for word in words][:per_intent]
         lines += [f"- intent: {intent}", "  examples: |", *(f"    - {t}" for t in texts)]
     lines += ["- intent: phone", "  examples: |", "    - call my mother"]

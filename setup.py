@@ -45,7 +45,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["nlu_engine", "nlu_engine.*"]),
     # the shipped pipelines, read with importlib.resources (`--config diet`, `pipelines/diet.yml`)
-    package_data={"nlu_engine": ["pipelines/*.yml"]},
+    package_data={"nlu_engine": ["pipelines/*.yml", "review/static/*"]},
     include_package_data=True,
     install_requires=[
         "numpy>=1.26,<3",

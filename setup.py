@@ -29,6 +29,9 @@ EXTRAS = {
     # websockets and (through sanic) multidict to narrow ranges; TensorFlow 2.21 accepts them, so
     # a fresh install resolves (README: "Custom actions with rasa-sdk").
     "actions": ["rasa-sdk>=3.21.1,<3.22"],
+    # Playwright's Python API drives Debian's chromium in the review page's tests (its own
+    # browser download is never used: the tests launch /usr/bin/chromium)
+    "review": ["playwright>=1.40,<2"],
     # wheel: tests/test_setup.py builds the package without build isolation
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
     # benchmarks.studies.baseline: the CRFsuite entity baseline

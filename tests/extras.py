@@ -32,6 +32,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "zh": ("jieba",),
     "distributed": ("ray",),
     "actions": ("rasa_sdk",),
+    "review": ("playwright",),
     "dev": ("wheel",),
 }
 

@@ -308,6 +308,7 @@ def create_app(settings: ReviewSettings) -> Starlette:
     """The review app for ``settings`` (the store opened and checked now: a one-line error)."""
     review = Review(settings)
     routes = [Route(path, asset, methods=["GET"]) for path in ASSETS]
+    routes.append(Route("/favicon.ico", lambda _request: Response(status_code=204), methods=["GET"]))
     routes += [Route("/api/state", state, methods=["GET"]), Route("/api/inbox", inbox, methods=["GET"]),
                Route("/api/done", done, methods=["GET"]), Route("/api/decide", decide, methods=["POST"]),
                Route("/api/undo", undo, methods=["POST"]),

@@ -211,11 +211,11 @@ async function decide(intent) {
     state.groups.splice(state.index, 1);
     state.total -= 1;
     const left = result.left_out && result.left_out.length ? ` (${result.left_out.length} not writable to YAML)` : "";
-    status(`${group.messages.length} labelled ${intent}${left}`);
     show();
     if (state.groups.length < 10) await loadInbox(current() && current().id);
-    else loadDone();
-    refreshState();
+    else await loadDone();
+    await refreshState();
+    status(`${group.messages.length} labelled ${intent}${left}`);
   } catch (error) {
     status(error.message, true);
     if (error.status === 409) await loadInbox();
@@ -229,9 +229,9 @@ async function undo() {
   if (!last) { status("nothing to undo"); return; }
   try {
     await api("/api/undo", { messages: last.messages, reviewer: $("reviewer").value });
-    status(`undone: ${last.group.messages.length} messages are open again`);
     await loadInbox(last.group.id);
-    refreshState();
+    await refreshState();
+    status(`undone: ${last.group.messages.length} messages are open again`);
   } catch (error) {
     status(error.message, true);
   }

@@ -166,3 +166,26 @@ def test_two_reviewers_never_overwrite_each_other(page: Any, project: dict) -> N
         assert page.text_content("#text") == "I want to fly Berlin today"  # the page reloaded its inbox
 
 
+
+
+LOGREG = {"language": "en", "pipeline": [{"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+                                         {"name": "LogisticRegressionClassifier"}]}
+
+
+def test_train_fine_tunes_on_the_review_and_shows_what_it_fixes(page: Any, project: dict) -> None:
+    from nlu_engine.assembly.model import train
+
+    base = train(LOGREG, project["data"] / "nlu.yml", out=project["root"] / "models",
+                 fixed_model_name="base", log=None)
+    with served(settings(project, model=str(base))) as url:
+        open_page(page, url)
+        page.keyboard.press("n")
+        page.keyboard.type("check_order")
+        press(page, "Enter", "3 labelled check_order")
+        page.click("#train")
+        finished = "() => /^(done|failed)/.test(document.getElementById('train-status').textContent)"
+        page.wait_for_function(finished, timeout=120_000)
+        shown = page.text_content("#train-status")
+        assert "reviewed: 3 messages, accuracy 0.0% → 100.0%; fixes 3, breaks 0" in shown
+    archives = sorted(p.name for p in (project["root"] / "models").glob("*.tar.gz"))
+    assert archives[0] == "base.tar.gz" and archives[1].startswith("reviewed-") and len(archives) == 2

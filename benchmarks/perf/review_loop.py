@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=200)
     parser.add_argument("--seeds", type=int, default=1, help="random draws to compare against")
     parser.add_argument("--keep", default=None, metavar="FOLDER", help="keep the models and files here")
+    parser.add_argument("--reuse-log", action="store_true",
+                        help="with --keep and --model: keep FOLDER/log.db when it holds the traffic")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     from nlu_engine.training_data import load_data, write_data
@@ -147,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="review-loop-") as temporary:
         folder = Path(args.keep or temporary)
         (folder / "data").mkdir(parents=True, exist_ok=True)
+        link = folder / "data" / Path(args.train).name  # the page reads the bot's data from its folder
+        if not link.exists():
+            link.symlink_to(Path(args.train).resolve())
         models = folder / "models"
         result: dict[str, Any] = {"train": args.train, "traffic": args.traffic, "config": args.config,
                                   "traffic_messages": len(traffic), "budget": args.budget}
@@ -155,8 +160,11 @@ def main(argv: list[str] | None = None) -> int:
             result["base_train_s"] = run([*CLI, "train", "-c", args.config, "--data", args.train,
                                           "--out", str(models), "--fixed-model-name", "base"])
         database = folder / "log.db"
-        database.unlink(missing_ok=True)
-        result["rows_logged"] = log_traffic(base, database, traffic)
+        if args.reuse_log and database.is_file():
+            result["rows_logged"] = len(truth_of(traffic, database))
+        else:
+            database.unlink(missing_ok=True)
+            result["rows_logged"] = log_traffic(base, database, traffic)
         truth = truth_of(traffic, database)
         reviewed = review(database, folder / "data", truth, args.budget)
         result.update(review_decisions=reviewed["decisions"], review_written=reviewed["written"],

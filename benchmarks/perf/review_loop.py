@@ -14,7 +14,9 @@ fine-tuned on, against 200 random ones.
    until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page writes.
 4. ``nlu-engine train --finetune`` the bot on the training data plus ``reviewed.yml``, and, for
    each of ``--seeds``, on the training data plus ``--budget`` random traffic messages.
-5. Scores the base and the fine-tuned models on the traffic messages in none of the labelled sets.
+5. Scores the base and the fine-tuned models on the traffic messages in none of the labelled sets
+   (one set for all), and each fine-tuned model and the base on the traffic its own labelled set
+   left (``remaining``: the issue's measure, a different set for each).
 
 Prints and writes (``--json``) the accuracies, the gains, how many of the labelled messages the
 base model had wrong, the decisions the review took and the fine-tunes' seconds.
@@ -115,6 +117,21 @@ def review(database: Path, data: Path, truth: dict[str, Message], budget: int) -
             "left_out": len(state.get("left_out") or [])}
 
 
+def clear_review(database: Path) -> None:
+    """Forget the decisions of an earlier run (the log stays)."""
+    import sqlalchemy as sa
+
+    from nlu_engine.review.decisions import decisions_table, history_table, open_review
+
+    store = open_review(str(database))
+    try:
+        with store.engine.begin() as connection:
+            connection.execute(sa.delete(history_table))
+            connection.execute(sa.delete(decisions_table))
+    finally:
+        store.close()
+
+
 def accuracy(model_path: Path, messages: list[Message]) -> float:
     from nlu_engine.assembly.model import Model
 
@@ -130,6 +147,24 @@ def wrong_share(model_path: Path, messages: list[Message]) -> float:
     return round(100 - accuracy(model_path, messages), 2)
 
 
+def random_run(seed: int, draw: list[int], traffic: list[Message], base: Path, held: list[Message],
+               train: str, folder: Path) -> dict[str, Any]:
+    """Fine-tune on ``train`` plus the traffic messages of ``draw`` with their true labels; score."""
+    from nlu_engine.training_data import write_data
+
+    chosen = [traffic[i] for i in draw]
+    path = folder / f"random-{seed}.yml"
+    write_data(TrainingData(messages=chosen), path, "yaml")
+    model = folder / "models" / f"random-{seed}.tar.gz"
+    seconds = run([*CLI, "train", "--finetune", str(base), "--data", train, "--data", str(path),
+                   "--out", str(model.parent), "--fixed-model-name", f"random-{seed}"])
+    left = [traffic[i] for i in sorted(set(range(len(traffic))) - set(draw))]
+    return {"seed": seed, "finetune_s": seconds, "base_wrong_pct": wrong_share(base, chosen),
+            "accuracy": accuracy(model, held),
+            "remaining": {"messages": len(left), "base": accuracy(base, left),
+                          "accuracy": accuracy(model, left)}}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--train", default=str(TRAIN))
@@ -143,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --keep and --model: keep FOLDER/log.db when it holds the traffic")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    from nlu_engine.training_data import load_data, write_data
+    from nlu_engine.training_data import load_data
 
     traffic = [m for m in load_data(args.traffic).messages if m.intent]
     with tempfile.TemporaryDirectory(prefix="review-loop-") as temporary:
@@ -162,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         database = folder / "log.db"
         if args.reuse_log and database.is_file():
             result["rows_logged"] = len(truth_of(traffic, database))
+            clear_review(database)
         else:
             database.unlink(missing_ok=True)
             result["rows_logged"] = log_traffic(base, database, traffic)
@@ -180,16 +216,11 @@ def main(argv: list[str] | None = None) -> int:
                                            "--data", str(folder / "data" / "reviewed.yml"),
                                            "--out", str(models), "--fixed-model-name", "ranked"])
         result["ranked_accuracy"] = accuracy(models / "ranked.tar.gz", held)
-        result["random"] = []
-        for seed, draw in enumerate(draws):
-            chosen = [traffic[i] for i in draw]
-            path = folder / f"random-{seed}.yml"
-            write_data(TrainingData(messages=chosen), path, "yaml")
-            seconds = run([*CLI, "train", "--finetune", str(base), "--data", args.train, "--data", str(path),
-                           "--out", str(models), "--fixed-model-name", f"random-{seed}"])
-            result["random"].append({"seed": seed, "finetune_s": seconds,
-                                     "base_wrong_pct": wrong_share(base, chosen),
-                                     "accuracy": accuracy(models / f"random-{seed}.tar.gz", held)})
+        left = [m for m in traffic if id(m) not in {id(r) for r in ranked}]
+        result["ranked_remaining"] = {"messages": len(left), "base": accuracy(base, left),
+                                      "accuracy": accuracy(models / "ranked.tar.gz", left)}
+        result["random"] = [random_run(seed, draw, traffic, base, held, args.train, folder)
+                            for seed, draw in enumerate(draws)]
     randoms = [r["accuracy"] for r in result["random"]]
     result["ranked_gain"] = round(result["ranked_accuracy"] - result["base_accuracy"], 2)
     result["random_gain_mean"] = (round(sum(randoms) / len(randoms) - result["base_accuracy"], 2)

@@ -45,7 +45,8 @@ def row(text: str, intent: str | None, confidence: float, ranking: list[tuple[st
             "parse_result": result}
 
 
-def make_log(path: Path, rows: list[dict[str, Any]]) -> Path:
+def make_log(path: Path | str, rows: list[dict[str, Any]]) -> Path | str:
+    """A message log at ``path`` (a file, or a database URL) holding ``rows``."""
     from nlu_engine.server.message_store import open_store
 
     store = open_store(str(path))

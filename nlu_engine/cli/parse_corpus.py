@@ -111,7 +111,7 @@ def _run_job(args: argparse.Namespace, job: Any, archive: Any, allowed: frozense
         else:
             from nlu_engine.assembly.model import Model
 
-            outputs = parse_in_process(Model.load(archive, allowed), job)
+            outputs = parse_in_process(Model.load(archive, allowed, args.runtime), job)
         stack.callback(outputs.close)  # stop the workers before Ray shuts down
         writer = stack.enter_context(CorpusWriter(out, job.output_format))
         return write_outputs(outputs, writer, lambda rows, errors: bar.update(rows))

@@ -24,10 +24,8 @@ sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, co
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
 Features are computed in batches sorted by length under ONNX Runtime, in the model's runtime
-(``bert_onnx``, ``nn.onnx_runtime``: float32, int8 or bfloat16), never with TensorFlow; so are a
-fine-tuning's frozen lower layers (``encode_inputs``, float32). ``precision: bfloat16`` makes
-bfloat16 the model's default runtime (the products on bfloat16-rounded inputs and kernels,
-features within 1e-2 of float32).
+(``bert_onnx``: float32, int8 or bfloat16), as are a fine-tuning's frozen lower layers
+(``encode_inputs``). ``precision: bfloat16`` makes bfloat16 the model's default runtime.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's
 config and a SHA-256 of the weights file; loading a model with different weights fails.
@@ -73,7 +71,7 @@ from nlu_engine.featurizers.dense.bert import (
     weights_checksum,
 )
 from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, frozen_encoder, parse_encoder
-from nlu_engine.nn.onnx_runtime import Runtime
+from nlu_engine.nn.onnx_runtime import check_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -303,18 +301,18 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         tuned: BertEncoder | None = getattr(self, "_tuned", None)
         return tuned if tuned is not None else self._model().encoder
 
-    def default_runtime(self) -> Runtime | None:
+    def default_runtime(self) -> str | None:
         """bfloat16 for ``precision: bfloat16``: the runtime such a model trained and parsed in."""
         return "bfloat16" if self.config.precision == "bfloat16" else None
 
-    def use_runtime(self, runtime: Runtime) -> None:
+    def use_runtime(self, runtime: str) -> None:
         """Encode in ``runtime`` from now on; its graph is built now, not at the first parse."""
-        self.runtime_ = runtime
-        parse_encoder(self._encoder(), runtime)
+        self.runtime_ = check_runtime(runtime)
+        self._parse_encoder()
 
     def _parse_encoder(self) -> OnnxEncoder:
         runtime = getattr(self, "runtime_", None) or self.default_runtime() or "float32"
-        return parse_encoder(self._encoder(), runtime)
+        return parse_encoder(self._encoder(), check_runtime(runtime))
 
     def sentence_pooling(self) -> Pooling:
         """The sentence feature's pooling: the parameter, else the model's, else [CLS]."""
@@ -379,12 +377,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             rows.append(ids)
             spans.append(word_spans)
         if truncated and warn:
-            logger.warning(
-                "LanguageModelFeaturizer: %d message(s) exceed the model's limit of %d sub-tokens "
-                "and were truncated; the words cut off get zero vectors",
-                truncated,
-                limit,
-            )
+            logger.warning("LanguageModelFeaturizer: %d message(s) exceed the model's limit of %d sub-tokens "
+                           "and were truncated; the words cut off get zero vectors", truncated, limit)
         return rows, spans
 
     def _states(self, encoder: OnnxEncoder, rows: list[list[int]]) -> Iterator[tuple[int, np.ndarray]]:

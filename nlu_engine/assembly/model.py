@@ -135,7 +135,7 @@ def finetune_model(
             log(line)
     _log_threshold_notice(pipeline, log)
     extra = _manifest_extra(cfg, training_data, seconds, current, domain_labels)
-    extra["runtime"] = pipeline.default_runtime()
+    extra["runtime"] = pipeline.runtime
     extra["finetuned_from"] = base.name
     extra["finetune"] = {**dataclasses.asdict(options or FinetuneOptions()),
                          "components": [o.as_dict() for o in outcomes]}

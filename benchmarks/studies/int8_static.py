@@ -1,0 +1,114 @@
+"""Does static int8 hold where dynamic int8 did not? (issue 41, item 4: a study, not shipped)
+
+    .venv/bin/python -m benchmarks.studies.int8_static -m ARCHIVE --train TRAIN.md --test TEST.md
+        [--calibration 300] [--messages 700]
+
+Loads an archive with a LanguageModelFeaturizer and parses the test messages with its encoder in
+three graphs: float32, ONNX Runtime's dynamic int8 (the ``int8`` runtime: one activation scale
+per tensor per call), and a static QDQ graph: per-channel int8 weights, activation ranges
+calibrated once on ``--calibration`` training messages (MinMax), the feed-forward output product
+left in float32 as the int8 runtime does. Prints, per graph against float32: the intent
+predictions that differ, the largest confidence difference, and the single-message p50 of
+``Model.parse``. Keep int8 only where every score stays within 0.1 of float32.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import emit_json
+from nlu_engine.assembly.model import Model
+from nlu_engine.featurizers.dense import bert_onnx
+from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
+from nlu_engine.nn.onnx_runtime import Sessions
+from nlu_engine.training_data import load_data
+
+
+def static_graph(featurizer: LanguageModelFeaturizer, texts: list[str]) -> Any:
+    """The encoder's float32 graph as a static QDQ int8 graph calibrated on ``texts``."""
+    import onnx
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    rows, _ = featurizer._subtokens([t.split() for t in texts], warn=False)
+    feeds = [{"ids": np.array([row], np.int32), "mask": np.ones((1, len(row)), np.int32)} for row in rows]
+
+    class Reader(CalibrationDataReader):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self.items = iter(feeds)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self.items, None)
+
+    graph = bert_onnx.encoder_graph(featurizer._encoder())
+    with tempfile.TemporaryDirectory() as folder:
+        source, target = Path(folder) / "f32.onnx", Path(folder) / "int8.onnx"
+        onnx.save(graph, str(source))
+        quantize_static(
+            str(source), str(target), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=[n.name for n in graph.graph.node if n.name.endswith(bert_onnx.FLOAT32_PRODUCT)],
+            calibrate_method=CalibrationMethod.MinMax,
+        )
+        return onnx.load(str(target))
+
+
+def scores(model: Model, texts: list[str]) -> list[dict[str, float]]:
+    parsed = model.parse_batch(texts)
+    return [{r["name"]: r["confidence"] for r in result["intent_ranking"]} for result in parsed]
+
+
+def p50_ms(model: Model, texts: list[str]) -> float:
+    times = []
+    for text in texts:
+        start = time.perf_counter()
+        model.parse(text)
+        times.append(1000 * (time.perf_counter() - start))
+    return round(statistics.median(times), 2)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-m", "--model", required=True)
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--test", required=True)
+    parser.add_argument("--calibration", type=int, default=300)
+    parser.add_argument("--messages", type=int, default=700)
+    args = parser.parse_args()
+    train = [m.text for m in load_data(args.train).messages][: args.calibration]
+    test = [m.text for m in load_data(args.test).messages][: args.messages]
+    reference = Model.load(args.model, runtime="float32")
+    expected = scores(reference, test)
+    results: dict[str, Any] = {"float32": {"p50_ms": p50_ms(reference, test[:200])}}
+    for name in ("dynamic", "static"):
+        model = Model.load(args.model, runtime="int8" if name == "dynamic" else "float32")
+        if name == "static":
+            featurizer = next(c for c in model.pipeline.components if isinstance(c, LanguageModelFeaturizer))
+            compiled = featurizer._parse_encoder()
+            compiled.graph = static_graph(featurizer, train)
+            compiled._sessions = Sessions(compiled.graph, bert_onnx.SINGLE_THREAD_MAX_SUBTOKENS)
+        got = scores(model, test)
+        differ = sum(max(a, key=a.get) != max(b, key=b.get) for a, b in zip(got, expected, strict=True))
+        pairs = zip(got, expected, strict=True)
+        largest = max(abs(a.get(k, 0.0) - v) for a, b in pairs for k, v in b.items())
+        results[name] = {"intents_differ": differ, "max_confidence_diff": round(largest, 4),
+                         "p50_ms": p50_ms(model, test[:200])}
+        print(name, json.dumps(results[name]))
+    emit_json({"model": args.model, "messages": len(test), "calibration": len(train), **results}, None)
+
+
+if __name__ == "__main__":
+    main()

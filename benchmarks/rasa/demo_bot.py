@@ -91,11 +91,14 @@ def score(results: list[dict[str, Any]], gold: list[dict[str, Any]]) -> dict[str
         else:
             wrong.append(f"{expected['text']!r}: {expected['key']} -> {chosen.get('intent_response_key')}")
     retrieval = len(right) + len(wrong)
+
+    def share(hits: int) -> float:
+        return round(100 * hits / len(pairs), 2)
+
     return {
-        "intent_accuracy": round(100 * sum(_intent(r, False) == g["intent"] for r, g in pairs) / len(pairs), 2),
-        "intent_accuracy_fallback_undone": round(
-            100 * sum(_intent(r, True) == g["intent"] for r, g in pairs) / len(pairs), 2),
-        "fallback_share": round(100 * sum(_intent(r, False) == FALLBACK for r, _ in pairs) / len(pairs), 2),
+        "intent_accuracy": share(sum(_intent(r, False) == g["intent"] for r, g in pairs)),
+        "intent_accuracy_fallback_undone": share(sum(_intent(r, True) == g["intent"] for r, g in pairs)),
+        "fallback_share": share(sum(_intent(r, False) == FALLBACK for r, _ in pairs)),
         "response_accuracy": round(100 * len(right) / retrieval, 2) if retrieval else None,
         "retrieval_messages": retrieval,
         "test_messages": len(pairs),

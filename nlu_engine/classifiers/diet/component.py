@@ -136,7 +136,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         show_progress: bool = True
         sparse_weights_dtype: Literal["int8", "float16"] = "int8"
         max_micro_batch_size: int | None = param(128, low=1)
-        sparse_regularization: Literal["all_rows", "touched_rows"] = "all_rows"
+        #: the L2 of the input tables: every row every step, the rows a batch touches, or Rasa's
+        #: rule for every weight (a weight's L2 gradient only where the loss's is positive)
+        sparse_regularization: Literal["all_rows", "touched_rows", "rasa"] = "all_rows"
 
         def validate(self) -> None:
             super().validate()

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.errors import DataError, yaml_problem
 from nlu_engine.contract.message import RESPONSE_IDENTIFIER_DELIMITER
 from nlu_engine.training_data.rasa_markdown import read_text_file
 
@@ -91,13 +91,9 @@ def parse_domain(content: str, source: str) -> Domain:
     """A domain from YAML text; ``source`` names it in errors."""
     try:
         raw = yaml.safe_load(content)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise DataError(f"{source}{line}: invalid YAML in the domain "
-                        f"({error.problem or error.context or 'syntax error'}); fix the syntax") from None
     except yaml.YAMLError as error:
-        raise DataError(f"{source}: invalid YAML in the domain ({error}); fix the syntax") from None
+        line, problem = yaml_problem(error, content)
+        raise DataError(f"{source}{line}: invalid YAML in the domain ({problem}); fix the syntax") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

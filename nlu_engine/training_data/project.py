@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.errors import DataError, yaml_problem
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.domain import Domain, read_domain
@@ -178,9 +178,7 @@ def _read_file(path: Path, project: Project, explicit: bool) -> TrainingData | N
         try:
             document = yaml.load(content, Loader=_Loader)
         except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            problem = getattr(error, "problem", None) or "syntax error"
+            line, problem = yaml_problem(error, content)
             project.skipped_files.append(f"{path}{line}: not valid YAML ({problem}), and no NLU "
                                          "data in it; fix it before Rasa reads it")
             return None

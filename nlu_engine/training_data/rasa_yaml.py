@@ -45,7 +45,7 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError, closest
+from nlu_engine.contract.errors import DataError, closest, yaml_problem
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.annotations import (
@@ -79,16 +79,12 @@ def parse_rasa_yaml(
     try:
         root = loader.get_single_node()
         return None if root is None else _Reader(loader, source, base_dir).read(root)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = error.problem or error.context or "syntax error"
+    except yaml.YAMLError as error:
+        line, problem = yaml_problem(error, content)
         raise DataError(
             f"{source}{line}: invalid YAML ({problem}); fix the syntax there "
             "(examples belong in an indented 'examples: |' block of '- text' lines)"
         ) from None
-    except yaml.YAMLError as error:
-        raise DataError(f"{source}: invalid YAML ({error}); fix the syntax") from None
     finally:
         loader.dispose()
 
@@ -308,10 +304,22 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+# YAML reads these as line breaks wherever they stand unescaped (a '|' block, plain or '...'
+# scalars): only the double-quoted style escapes them, so a string holding one is written so.
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if any(c in value for c in _YAML_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
 def _represent_block(dumper: yaml.SafeDumper, value: _Block) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style="|")
+    style = '"' if any(c in value for c in _YAML_BREAKS) else "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
 
 
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(_Block, _represent_block)
 
 
@@ -340,7 +348,7 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
             item["metadata"] = intent_metadata
         annotated = [to_annotated(m.text, m.entities, f"intent '{intent}'") for m in messages]
         example_metadata = [_split_metadata(m.metadata)[1] for m in messages]
-        if any(md is not None for md in example_metadata) or any("\n" in t for t in annotated):
+        if any(md is not None for md in example_metadata) or any(map(_breaks_line, annotated)):
             item["examples"] = [
                 {"text": text, **({"metadata": md} if md is not None else {})}
                 for text, md in zip(annotated, example_metadata, strict=True)
@@ -350,9 +358,8 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
         items.append(item)
 
     synonyms: dict[str, list[str]] = {}
-    for surface, value in data.synonyms.items():
-        if surface != value:
-            synonyms.setdefault(value, []).append(surface)
+    for surface, value in _listed_synonyms(data).items():
+        synonyms.setdefault(value, []).append(surface)
     items.extend({"synonym": v, "examples": _lines(s)} for v, s in synonyms.items())
     regexes: dict[str, list[str]] = {}
     for regex in data.regex_features:
@@ -369,7 +376,37 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
     return document
 
 
-def _lines(texts: list[str]) -> _Block:
+def _listed_synonyms(data: TrainingData) -> dict[str, str]:
+    """The synonyms a 'synonym:' item must list. A surface with blanks around it cannot stand in
+    one (its lines are stripped): an annotated example carries it, or it is refused."""
+    carried: dict[str, str] = {}
+    for message in data.messages:
+        carried.update(synonyms_from_entities(message.text, message.entities))
+    listed = {}
+    for surface, value in data.synonyms.items():
+        if surface == value or (surface != surface.strip() and carried.get(surface) == value):
+            continue
+        if surface != surface.strip() or not surface:
+            raise DataError(
+                f"synonym {surface!r} of {value!r} has blanks around it, which Rasa YAML strips; "
+                "strip it or use the JSON format"
+            )
+        listed[surface] = value
+    return listed
+
+
+# what str.splitlines() breaks on, as Rasa's reader and ours split an 'examples: |' block
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _breaks_line(text: str) -> bool:
+    return not _LINE_BREAKS.isdisjoint(text)
+
+
+def _lines(texts: list[str]) -> _Block | list[str]:
+    """A '|' block of '- text' lines, or the list form when a text would break a line there."""
+    if any(map(_breaks_line, texts)):
+        return list(texts)
     return _Block("".join(f"- {text}\n" for text in texts))
 
 

@@ -6,7 +6,9 @@ import importlib
 import sys
 
 TARGETS = {
-    "training_data": "Rasa YAML, Markdown and JSON training data (load_file)",
+    "yaml_data": "Rasa 3 YAML training data (load_file of a .yml)",
+    "markdown_data": "Rasa 1 Markdown training data (load_file of a .md)",
+    "json_data": "Rasa JSON training data (load_file of a .json)",
     "config": "config.yml (load_config)",
     "archive": "model archives (Model.load, then a parse)",
     "parse_request": "the JSON bodies of /model/parse and /model/parse/batch",

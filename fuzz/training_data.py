@@ -1,6 +1,6 @@
-"""Fuzz target ``training_data``: a file of Rasa YAML, Markdown or JSON training data, as
-``load_file`` reads it (the first byte picks the extension). The data read is written back in
-its own family (YAML for YAML and Markdown, JSON for JSON) and must read back the same."""
+"""Fuzz targets ``yaml_data``, ``markdown_data`` and ``json_data``: a file of Rasa YAML, Markdown
+or JSON training data, as ``load_file`` reads it. The data read is written back in its own family
+(YAML for YAML and Markdown, JSON for JSON) and must read back the same."""
 
 from __future__ import annotations
 
@@ -16,22 +16,28 @@ from nlu_engine.training_data.rasa_json import dump_rasa_json, parse_rasa_json
 from nlu_engine.training_data.rasa_markdown import parse_rasa_markdown
 from nlu_engine.training_data.rasa_yaml import dump_rasa_yaml, parse_rasa_yaml
 
-EXTENSIONS = (".yml", ".md", ".json")
 FOLDER = Path(tempfile.mkdtemp(prefix="fuzz-training-data-"))
 
 
-def seeds() -> Iterable[bytes]:
+def seeds(extension: str) -> Iterable[bytes]:
+    """Slices of data/, the examples' data and the shared data sets (converted to the format)."""
     yaml_texts = [p.read_text(encoding="utf-8") for p in [ROOT / "data" / "nlu.yml",
                                                           *sorted(ROOT.glob("examples/*/data/nlu.yml"))]]
     markdown = [piece for path in dataset_files("**/*.md") if path.name != "README.md"
                 for piece in slices(path.read_text(encoding="utf-8"), count=2)]
-    for text in [piece for text in yaml_texts for piece in slices(text)]:
-        yield b"\x00" + text.encode()
-    for text in markdown:
-        yield b"\x01" + text.encode()
-        data = parse_rasa_markdown(text, "seed.md")
-        yield b"\x00" + dump_rasa_yaml(data).encode()
-        yield b"\x02" + dump_rasa_json(data).encode()
+    datas = [parse_rasa_yaml(piece, "seed.yml") for text in yaml_texts for piece in slices(text)]
+    datas += [parse_rasa_markdown(text, "seed.md") for text in markdown]
+    for data in datas:
+        if data is None:
+            continue
+        if extension == ".json":
+            yield dump_rasa_json(data).encode()
+        else:
+            yield dump_rasa_yaml(data).encode()
+    if extension == ".md":
+        yield from (text.encode() for text in markdown)
+    if extension == ".yml":
+        yield from (piece.encode() for text in yaml_texts for piece in slices(text))
 
 
 def same(data: TrainingData) -> tuple:
@@ -43,12 +49,9 @@ def same(data: TrainingData) -> tuple:
             sorted((r["name"], r["pattern"]) for r in data.regex_features))
 
 
-def test_one_input(raw: bytes) -> None:
-    if not raw:
-        return
-    extension = EXTENSIONS[raw[0] % len(EXTENSIONS)]
+def test_one_input(raw: bytes, extension: str) -> None:
     path = FOLDER / f"data{extension}"
-    path.write_bytes(raw[1:])
+    path.write_bytes(raw)
     try:
         data = load_file(path)
     except NLUError as error:
@@ -60,5 +63,6 @@ def test_one_input(raw: bytes) -> None:
     except NLUError as error:  # what the format cannot carry is refused in one line
         assert_one_line(str(error), "")
         return
-    again = parse_rasa_json(written, "again.json") if extension == ".json" else parse_rasa_yaml(written, "again.yml")
+    reader = parse_rasa_json if extension == ".json" else parse_rasa_yaml
+    again = reader(written, "again")
     assert again is not None and same(again) == same(data), (same(data), same(again))

@@ -19,25 +19,29 @@ from nlu_engine.training_data.rasa_yaml import dump_rasa_yaml, parse_rasa_yaml
 FOLDER = Path(tempfile.mkdtemp(prefix="fuzz-training-data-"))
 
 
+def _pieces(data: TrainingData, size: int = 12) -> list[TrainingData]:
+    """``data`` in small pieces (seeds stay small); the first keeps the synonyms, regexes, lookups."""
+    pieces = [TrainingData(messages=data.messages[i:i + size]) for i in range(0, len(data.messages), size)]
+    if pieces:
+        pieces[0].synonyms, pieces[0].regex_features = data.synonyms, data.regex_features
+        pieces[0].lookup_tables, pieces[0].responses = data.lookup_tables, data.responses
+    return pieces[:8]
+
+
 def seeds(extension: str) -> Iterable[bytes]:
-    """Slices of data/, the examples' data and the shared data sets (converted to the format)."""
-    yaml_texts = [p.read_text(encoding="utf-8") for p in [ROOT / "data" / "nlu.yml",
-                                                          *sorted(ROOT.glob("examples/*/data/nlu.yml"))]]
+    """Pieces of data/, the examples' data and the shared data sets, in the target's format."""
+    files = [ROOT / "data" / "nlu.yml", *sorted(ROOT.glob("examples/*/data/nlu.yml"))]
+    datas = [load_file(path) for path in files]
     markdown = [piece for path in dataset_files("**/*.md") if path.name != "README.md"
                 for piece in slices(path.read_text(encoding="utf-8"), count=2)]
-    datas = [parse_rasa_yaml(piece, "seed.yml") for text in yaml_texts for piece in slices(text)]
     datas += [parse_rasa_markdown(text, "seed.md") for text in markdown]
-    for data in datas:
-        if data is None:
-            continue
+    for piece in (piece for data in datas if data is not None for piece in _pieces(data)):
         if extension == ".json":
-            yield dump_rasa_json(data).encode()
+            yield dump_rasa_json(piece).encode()
         else:
-            yield dump_rasa_yaml(data).encode()
+            yield dump_rasa_yaml(piece).encode()
     if extension == ".md":
         yield from (text.encode() for text in markdown)
-    if extension == ".yml":
-        yield from (piece.encode() for text in yaml_texts for piece in slices(text))
 
 
 def same(data: TrainingData) -> tuple:

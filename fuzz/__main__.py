@@ -31,9 +31,9 @@ def main(argv: list[str]) -> int:
     name, seconds = argv[0], int(argv[1]) if len(argv) > 1 else 300
     with atheris.instrument_imports(include=["nlu_engine", "yaml", "fuzz"]):
         target = importlib.import_module(f"fuzz.{name}")
-    from fuzz.harness import fuzz
+    from fuzz.harness import MAX_LEN, fuzz
 
-    fuzz(name, target.test_one_input, target.seeds, seconds)
+    fuzz(name, target.test_one_input, target.seeds, seconds, getattr(target, "MAX_LEN", MAX_LEN))
     return 0
 
 

@@ -2,33 +2,58 @@
 
 The fuzzer mutates the uncompressed tar (the first byte says whether the target gzips it or
 hands the bytes over as they are), so its changes reach the members (the manifest, ``.npz``
-weights, vocabularies) rather than dying in gzip's checksum. The seed is a small logreg archive
-of ``data/nlu.yml`` (no TensorFlow: it trains and loads in a second). A load must give a model
-whose parse is strict JSON, or a one-line ``NLUError`` naming the archive."""
+weights, vocabularies) rather than dying in gzip's checksum. The seed is a logreg archive of a
+tiny data set (no TensorFlow: it trains and loads in a second; its tar fits the fuzzer's input).
+A load must give a model whose parse is strict JSON, or a one-line ``NLUError`` naming the
+archive."""
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
+import shutil
 import tarfile
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from fuzz.harness import ROOT, assert_one_line
+from fuzz.harness import assert_one_line
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.errors import NLUError
 
 FOLDER = Path(tempfile.mkdtemp(prefix="fuzz-archive-"))
+atexit.register(shutil.rmtree, FOLDER, True)
+#: the largest input the fuzzer makes here (bytes): the seed's uncompressed tar fits
+MAX_LEN = 1 << 16
 PATH = FOLDER / "model.tar.gz"
 
 
-def seed_archive() -> Path:
-    """A tiny trained archive (logreg of the example assistant), made once per run."""
+TINY_NLU = """version: "3.1"
+nlu:
+- intent: greet
+  examples: |
+    - hi
+    - hello there
+- intent: book
+  examples: |
+    - book a table in [Berlin](city)
+    - a table for [two](count) in [Paris](city)
+- synonym: two
+  examples: |
+    - 2
+"""
+
+
+def seed_archive(data: Path | None = None) -> Path:
+    """A trained archive (logreg), made once per run: of a tiny data set by default, so the whole
+    uncompressed tar fits in the fuzzer's input."""
     from nlu_engine.assembly.model import train
 
-    return train("logreg", str(ROOT / "data" / "nlu.yml"), out=FOLDER / "seed",
-                 fixed_model_name="seed", log=None)
+    if data is None:
+        data = FOLDER / "nlu.yml"
+        data.write_text(TINY_NLU, encoding="utf-8")
+    return train("logreg", str(data), out=FOLDER / "seed", fixed_model_name=data.stem, log=None)
 
 
 def seeds() -> Iterable[bytes]:

@@ -3,6 +3,8 @@ typed parameters included)."""
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,7 +13,9 @@ from fuzz.harness import ROOT, assert_one_line
 from nlu_engine.assembly.config import PIPELINES, load_config
 from nlu_engine.contract.errors import NLUError
 
-PATH = Path(tempfile.mkdtemp(prefix="fuzz-config-")) / "config.yml"
+FOLDER = Path(tempfile.mkdtemp(prefix="fuzz-config-"))
+atexit.register(shutil.rmtree, FOLDER, True)
+PATH = FOLDER / "config.yml"
 
 
 def seeds() -> Iterable[bytes]:

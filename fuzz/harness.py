@@ -30,23 +30,23 @@ def dataset_files(pattern: str) -> list[Path]:
     return sorted(DATASETS.glob(pattern)) if DATASETS.is_dir() else []
 
 
-def write_seeds(folder: Path, seeds: Iterable[bytes]) -> int:
+def write_seeds(folder: Path, seeds: Iterable[bytes], max_len: int) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     count = 0
     for count, seed in enumerate(seeds, start=1):
-        (folder / f"seed-{count:04d}").write_bytes(seed[:MAX_LEN * 4])
+        (folder / f"seed-{count:04d}").write_bytes(seed[:max_len])
     return count
 
 
 def fuzz(name: str, test_one_input: Callable[[bytes], None], seeds: Callable[[], Iterable[bytes]],
-         seconds: int, extra: list[str] | None = None) -> None:
+         seconds: int, max_len: int = MAX_LEN) -> None:
     """Run ``test_one_input`` under libFuzzer for ``seconds`` from the seeds (kept between runs)."""
     import atheris
 
     corpus = RESULTS / name / "corpus"
-    print(f"fuzz {name}: {write_seeds(corpus, seeds())} seeds in {corpus}", flush=True)
-    argv = [sys.argv[0], str(corpus), f"-max_total_time={seconds}", f"-max_len={MAX_LEN}",
+    print(f"fuzz {name}: {write_seeds(corpus, seeds(), max_len)} seeds in {corpus}", flush=True)
+    argv = [sys.argv[0], str(corpus), f"-max_total_time={seconds}", f"-max_len={max_len}",
             "-timeout=20", "-rss_limit_mb=3072", "-print_final_stats=1",
-            f"-artifact_prefix={RESULTS / name}/", *(extra or [])]
+            f"-artifact_prefix={RESULTS / name}/"]
     atheris.Setup(argv, test_one_input)
     atheris.Fuzz()

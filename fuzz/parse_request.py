@@ -2,7 +2,8 @@
 of ``/model/parse/batch``), through the app as it serves (starlette's TestClient, in process).
 
 The answer is a 200 with strict JSON whose entity offsets fit its text, or a 4xx with Rasa's
-error JSON: never a 500. The model is the small logreg archive of the ``archive`` target."""
+error JSON: never a 500. The model is a logreg archive of ``data/nlu.yml`` (made as the ``archive``
+target makes its seed)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ def client() -> Any:
 
         from nlu_engine.server.app import create_app
 
-        _client = TestClient(create_app(seed_archive(), max_text_chars=2000, max_batch_texts=16))
+        _client = TestClient(create_app(seed_archive(ROOT / "data" / "nlu.yml"), max_text_chars=2000,
+                                        max_batch_texts=16))
         _client.__enter__()
     return _client
 

@@ -4,6 +4,8 @@ or JSON training data, as ``load_file`` reads it. The data read is written back 
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +19,7 @@ from nlu_engine.training_data.rasa_markdown import parse_rasa_markdown
 from nlu_engine.training_data.rasa_yaml import dump_rasa_yaml, parse_rasa_yaml
 
 FOLDER = Path(tempfile.mkdtemp(prefix="fuzz-training-data-"))
+atexit.register(shutil.rmtree, FOLDER, True)
 
 
 def _pieces(data: TrainingData, size: int = 12) -> list[TrainingData]:

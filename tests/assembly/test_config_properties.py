@@ -3,9 +3,9 @@ parameters of any name and type, gives a config or a one-line ``ConfigError`` na
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,7 +14,6 @@ from nlu_engine.assembly.config import PIPELINES, load_config
 from nlu_engine.contract.errors import NLUError
 from tests.reader_inputs import ALPHABET, assert_one_line, mutated
 
-FOLDER = Path(tempfile.mkdtemp(prefix="config-properties-"))
 SHIPPED = {name: (PIPELINES / f"{name}.yml").read_text(encoding="utf-8")
            for name in ("diet", "logreg", "crf", "rasa_suggested")}
 COMPONENTS = ["WhitespaceTokenizer", "CountVectorsFeaturizer", "LogisticRegressionClassifier",
@@ -34,8 +33,13 @@ configs = st.fixed_dictionaries({"pipeline": st.lists(steps, max_size=5)},
                                 optional={"language": values, "policies": values, "recipe": values})
 
 
-def load_or_refuse(text: str) -> None:
-    path = FOLDER / "config.yml"
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("config-properties")
+
+
+def load_or_refuse(folder: Path, text: str) -> None:
+    path = folder / "config.yml"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     try:
         config = load_config(path)
@@ -46,10 +50,10 @@ def load_or_refuse(text: str) -> None:
 
 
 @given(st.sampled_from(sorted(SHIPPED)).flatmap(lambda name: mutated(SHIPPED[name])))
-def test_a_broken_shipped_config_loads_or_gives_one_line(text: str) -> None:
-    load_or_refuse(text)
+def test_a_broken_shipped_config_loads_or_gives_one_line(folder: Path, text: str) -> None:
+    load_or_refuse(folder, text)
 
 
 @given(configs)
-def test_any_parameters_load_or_give_one_line(config: dict) -> None:
-    load_or_refuse(yaml.safe_dump(config, allow_unicode=True))
+def test_any_parameters_load_or_give_one_line(folder: Path, config: dict) -> None:
+    load_or_refuse(folder, yaml.safe_dump(config, allow_unicode=True))

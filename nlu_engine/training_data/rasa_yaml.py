@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +53,7 @@ from nlu_engine.training_data.annotations import (
     to_annotated,
 )
 from nlu_engine.training_data.rasa_markdown import (
+    checked_pattern,
     expand_lookup_files,
     read_lookup_file,
     split_retrieval_intent,
@@ -148,7 +148,13 @@ class _Reader:
                 f"{self.where(node)}: an 'nlu' item must be a mapping such as "
                 "'- intent: greet' with an 'examples: |' block"
             )
-        fields = {self.value(k): v for k, v in node.value}
+        fields = {}
+        for key_node, value_node in node.value:
+            key = self.value(key_node)
+            if isinstance(key, list | dict):  # `? [a]`: a YAML key that is no name
+                raise DataError(f"{self.where(key_node)}: an 'nlu' item's keys are names such as "
+                                "'intent' and 'examples'")
+            fields[key] = value_node
         kinds = [kind for kind in ITEM_KINDS if kind in fields]
         if len(kinds) != 1:
             found = ", ".join(repr(str(k)) for k in fields) or "none"
@@ -185,14 +191,8 @@ class _Reader:
                 data.synonyms[text] = name
         elif kind == "regex":
             for text, _, line in examples:
-                try:
-                    re.compile(text)
-                except re.error as error:
-                    raise DataError(
-                        f"{self.source}:{line}: invalid regular expression {text!r} in regex "
-                        f"'{name}' ({error}); fix the pattern"
-                    ) from None
-                data.regex_features.append({"name": name, "pattern": text})
+                pattern = checked_pattern(text, name, f"{self.source}:{line}")
+                data.regex_features.append({"name": name, "pattern": pattern})
         else:
             lookups.setdefault(name, []).extend(text for text, _, _ in examples)
 

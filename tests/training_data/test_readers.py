@@ -1,5 +1,6 @@
 import json
 import logging
+import re
 import textwrap
 from pathlib import Path
 
@@ -193,6 +194,31 @@ def test_yaml_writer_refuses_a_synonym_with_blanks_around_it():
     assert again.synonyms == {"  NYC": "New York"}
     with pytest.raises(DataError, match=r"^synonym ' NYC' of 'New York' has blanks around it"):
         dump_rasa_yaml(TrainingData(synonyms={" NYC": "New York"}))
+
+
+def test_yaml_item_with_a_list_as_key_is_one_line():
+    # found while fuzzing by hand beside the property tests: a TypeError (unhashable type)
+    with pytest.raises(DataError, match=r"^nlu\.yml:2: an 'nlu' item's keys are names"):
+        parse_rasa_yaml("nlu:\n- ? [a]\n  : b\n", "nlu.yml")
+
+
+@pytest.mark.parametrize("reader, content, where", [
+    (parse_rasa_markdown, "## regex:zip\n- [0-9\n", "data.md:2"),
+    (parse_rasa_json, '{"rasa_nlu_data": {"regex_features": [{"name": "zip", "pattern": "[0-9"}]}}',
+     "data.md: regex_features[0]"),
+])
+def test_markdown_and_json_invalid_regex_names_the_place(reader, content, where):
+    # as the YAML reader did: a Markdown or JSON regex failed only at training, naming no file
+    expected = rf"^{re.escape(where)}: invalid regular expression '\[0-9' in regex 'zip'"
+    with pytest.raises(DataError, match=expected):
+        reader(content, "data.md")
+
+
+def test_json_offsets_that_are_booleans_are_dropped_with_a_warning():
+    content = ('{"rasa_nlu_data": {"common_examples": [{"text": "ab", "intent": "i", '
+               '"entities": [{"start": false, "end": 1, "entity": "x"}]}]}}')
+    data = parse_rasa_json(content, "data.json")
+    assert data.messages[0].entities == [] and "start=False" in data.load_warnings[0]
 
 
 def test_yaml_nlu_must_be_a_list():

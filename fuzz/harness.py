@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -43,6 +44,7 @@ def fuzz(name: str, test_one_input: Callable[[bytes], None], seeds: Callable[[],
     """Run ``test_one_input`` under libFuzzer for ``seconds`` from the seeds (kept between runs)."""
     import atheris
 
+    logging.disable(logging.WARNING)  # the readers' warnings, one a run, would be all the output
     corpus = RESULTS / name / "corpus"
     print(f"fuzz {name}: {write_seeds(corpus, seeds(), max_len)} seeds in {corpus}", flush=True)
     argv = [sys.argv[0], str(corpus), f"-max_total_time={seconds}", f"-max_len={max_len}",

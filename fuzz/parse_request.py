@@ -11,8 +11,11 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from starlette.testclient import TestClient
+
 from fuzz.archive import seed_archive
 from fuzz.harness import DATASETS, ROOT
+from nlu_engine.server.app import create_app  # imported here, where atheris instruments it
 
 ENDPOINTS = ("/model/parse", "/model/parse/batch")
 _client: Any = None
@@ -21,10 +24,6 @@ _client: Any = None
 def client() -> Any:
     global _client
     if _client is None:
-        from starlette.testclient import TestClient
-
-        from nlu_engine.server.app import create_app
-
         _client = TestClient(create_app(seed_archive(ROOT / "data" / "nlu.yml"), max_text_chars=2000,
                                         max_batch_texts=16))
         _client.__enter__()

@@ -32,6 +32,7 @@ from nlu_engine.contract.component import (
     config_fields,
 )
 from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
+from nlu_engine.training_data.yaml_limits import safe_load
 
 #: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
 PIPELINES = files("nlu_engine") / "pipelines"
@@ -160,7 +161,7 @@ def _read_yaml(path: Path | Traversable) -> Any:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
     try:
-        return yaml.safe_load(content)
+        return safe_load(content)
     except yaml.YAMLError as error:
         line, problem = yaml_problem(error, content)
         raise ConfigError(f"{path}{line}: invalid YAML ({problem}); fix the syntax") from None

@@ -22,6 +22,7 @@ import yaml
 from nlu_engine.contract.errors import DataError, yaml_problem
 from nlu_engine.contract.message import RESPONSE_IDENTIFIER_DELIMITER
 from nlu_engine.training_data.rasa_markdown import read_text_file
+from nlu_engine.training_data.yaml_limits import safe_load
 
 #: the intents every Rasa domain has (rasa/shared/core/constants.py DEFAULT_INTENTS)
 DEFAULT_INTENTS = ("restart", "back", "out_of_scope", "session_start", "nlu_fallback")
@@ -90,7 +91,7 @@ def read_domain(path: str | Path) -> Domain:
 def parse_domain(content: str, source: str) -> Domain:
     """A domain from YAML text; ``source`` names it in errors."""
     try:
-        raw = yaml.safe_load(content)
+        raw = safe_load(content)
     except yaml.YAMLError as error:
         line, problem = yaml_problem(error, content)
         raise DataError(f"{source}{line}: invalid YAML in the domain ({problem}); fix the syntax") from None

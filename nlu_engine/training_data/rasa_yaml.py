@@ -58,6 +58,7 @@ from nlu_engine.training_data.rasa_markdown import (
     read_lookup_file,
     split_retrieval_intent,
 )
+from nlu_engine.training_data.yaml_limits import Loader, check_expansion
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,6 @@ ITEM_KINDS = ("intent", "synonym", "regex", "lookup")
 _ITEM_KEYS = {*ITEM_KINDS, "examples", "metadata"}
 WRITE_VERSION = "3.1"
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_rasa_yaml(
@@ -75,10 +75,13 @@ def parse_rasa_yaml(
 ) -> TrainingData | None:
     """Parse Rasa YAML text; ``None`` when it holds neither ``nlu:`` nor ``responses:``.
     ``base_dir`` is where lookup-table files are looked for first."""
-    loader = _Loader(content)
+    loader = Loader(content)
     try:
         root = loader.get_single_node()
-        return None if root is None else _Reader(loader, source, base_dir).read(root)
+        if root is None:
+            return None
+        check_expansion(root)
+        return _Reader(loader, source, base_dir).read(root)
     except yaml.YAMLError as error:
         line, problem = yaml_problem(error, content)
         raise DataError(

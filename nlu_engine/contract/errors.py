@@ -12,8 +12,18 @@ NOTICE = 25
 logging.addLevelName(NOTICE, "NOTICE")
 
 
+# what would break a message's line: the user's own text quoted in it (an intent name holding a
+# line break) is shown with these escaped, so a message stays one line whatever it quotes
+_LINE_BREAKS = str.maketrans({"\n": "\\n", "\r": "\\r", "\x0b": "\\x0b", "\x0c": "\\x0c",
+                              "\x1c": "\\x1c", "\x1d": "\\x1d", "\x1e": "\\x1e", "\x85": "\\x85",
+                              "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 class NLUError(Exception):
     """A problem in the user's input (data, config, archive, request): shown as one line, no traceback."""
+
+    def __init__(self, message: object = "", *args: object) -> None:
+        super().__init__(str(message).translate(_LINE_BREAKS), *args)
 
 
 class DataError(NLUError):

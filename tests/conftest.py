@@ -136,16 +136,3 @@ def duckling_url_env(duckling_server: DucklingStub, monkeypatch: pytest.MonkeyPa
     duckling_server.status, duckling_server.garbage = 200, False
     monkeypatch.setenv("RASA_DUCKLING_HTTP_URL", duckling_server.url)
     return duckling_server.url
-
-
-@pytest.fixture(autouse=True)
-def float32_encoder(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Language models encode in float32 NumPy, as on a CPU without int8 support, so tests of
-    pooling, truncation and persistence compare exact figures; tests/featurizers/test_bert_onnx.py
-    sets the int8 runtime itself. Subprocesses inherit the setting."""
-    from nlu_engine.featurizers.dense.bert_onnx import RUNTIME_VARIABLE, choose_runtime
-
-    monkeypatch.setenv(RUNTIME_VARIABLE, "float32")
-    choose_runtime.cache_clear()
-    yield
-    choose_runtime.cache_clear()

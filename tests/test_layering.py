@@ -41,9 +41,10 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("corpus", ("nlu_engine.corpus",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation",)),
-    # the faces: HTTP, command line, Ray, and the package itself (``nlu_engine.train``, ``load``)
-    ("server/cli", ("nlu_engine.server", "nlu_engine.cli", "nlu_engine.distributed", "nlu_engine.__main__",
-                    "nlu_engine")),
+    # the faces: HTTP, the review page, command line, Ray, and the package itself
+    # (``nlu_engine.train``, ``load``)
+    ("server/cli", ("nlu_engine.server", "nlu_engine.review", "nlu_engine.cli", "nlu_engine.distributed",
+                    "nlu_engine.__main__", "nlu_engine")),
 ]
 #: the top-level entries of the package that are not stages' folders
 NOT_FOLDERS = frozenset({"nlu_engine", "nlu_engine.__main__"})

@@ -50,6 +50,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shipped = {Path(n).name for n in names if n.startswith("nlu_engine/pipelines/")}
     assert shipped == {p.name for p in (ROOT / "nlu_engine" / "pipelines").glob("*.yml")}
     assert not [n for n in names if n.startswith("benchmarks/")]
+    page = {Path(n).name for n in names if n.startswith("nlu_engine/review/static/")}
+    assert page == {p.name for p in (ROOT / "nlu_engine" / "review" / "static").iterdir()}
     pip("install", "--no-deps", "--target", str(tmp / "site"), str(wheel), cwd=tmp)
     return tmp / "site"
 

@@ -1,12 +1,10 @@
 """Dense featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
 
-    .venv/bin/python -m benchmarks.perf.featurization_speed lm|lm-bf16|lm-onnx-float32|use|spacy [THREADS]
+    .venv/bin/python -m benchmarks.perf.featurization_speed lm|lm-bf16|lm-int8|use|spacy [THREADS]
 
-``lm`` runs the language model in the default runtime (``bert_onnx``: float32 under ONNX Runtime
-where installed); ``NLU_ENGINE_ENCODER=float32 ... lm`` forces the NumPy float32 encoder and
-``NLU_ENGINE_ENCODER=int8 ... lm`` the quantised graph. ``lm-onnx-float32`` is ``lm`` with
-``NLU_ENGINE_ENCODER=onnx`` set. ``use`` is UniversalSentenceEncoderFeaturizer (the
-default pipeline's sentence vector).
+``lm`` runs the language model in the float32 runtime (``bert_onnx``, under ONNX Runtime),
+``lm-bf16`` in bfloat16 and ``lm-int8`` in int8 (the quantised graph). ``use`` is
+UniversalSentenceEncoderFeaturizer (the default pipeline's sentence vector).
 
 Wall time and this process's CPU time (process_time) are both reported: on a machine shared
 with other jobs, CPU time shows what the work itself costs.
@@ -30,12 +28,8 @@ def make(which: str) -> list[Component]:
     if which.startswith("lm"):
         from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
 
-        precision = "bfloat16" if which == "lm-bf16" else "float32"
-        featurizer = LanguageModelFeaturizer(precision=precision)
-        if which == "lm-onnx-float32":
-            from nlu_engine.featurizers.dense import bert_onnx
-
-            os.environ[bert_onnx.RUNTIME_VARIABLE] = "onnx"
+        featurizer = LanguageModelFeaturizer()
+        featurizer.use_runtime({"lm-bf16": "bfloat16", "lm-int8": "int8"}.get(which, "float32"))
         return [WhitespaceTokenizer(), featurizer]
     if which == "use":
         from nlu_engine.featurizers.dense.sentence_encoder import UniversalSentenceEncoderFeaturizer
@@ -67,8 +61,7 @@ def main() -> None:
     run(texts[:64])
     run(texts[:1])
     load = time.perf_counter() - start
-    runtime = os.environ.get("NLU_ENGINE_ENCODER", "the default")
-    print(f"{which}: load + warm-up {load:.1f} s, load average {os.getloadavg()[0]:.1f}, encoder {runtime}")
+    print(f"{which}: load + warm-up {load:.1f} s, load average {os.getloadavg()[0]:.1f}")
     rates, cpu_rates = [], []
     for _ in range(3):
         wall, cpu = time.perf_counter(), time.process_time()

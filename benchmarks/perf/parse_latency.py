@@ -1,16 +1,15 @@
 """Parse latency of a trained model, measured as `nlu-engine benchmark` measures it, several times.
 
     .venv/bin/python -m benchmarks.perf.parse_latency -m MODEL.tar.gz --data TEST.md [--runs 3] [--scores]
+        [--runtime float32|int8|bfloat16]
 
 `nlu-engine benchmark` times parsing once, right after training, in the process that trained;
 this script loads a kept archive (`--keep-models`) in a fresh process and times it `--runs` times:
 the first 300 test messages one at a time (p50, p95) and all of them in one `parse_batch` call
 (ms per message). Prints each run and the median of the runs; run it on an otherwise idle machine.
-``--scores`` also scores the whole test set as ``nlu-engine benchmark`` does. The language
-model's runtime (``featurizers/dense/bert_onnx.py``) is float32 under ONNX Runtime by default;
-``NLU_ENGINE_ENCODER=float32`` (NumPy) or ``int8`` compares the others on one archive, and
-``NLU_ENGINE_DIET=numpy`` keeps DIET's transformer in NumPy (``classifiers/diet/onnx_graph.py``).
-"load_s" is ``Model.load``, which builds the ONNX graphs.
+``--scores`` also scores the whole test set as ``nlu-engine benchmark`` does. The model parses
+in the runtime its archive records (``nn/onnx_runtime.py``); ``--runtime`` compares the others
+on one archive. "load_s" is ``Model.load``, which builds the ONNX graphs.
 """
 
 from __future__ import annotations
@@ -21,10 +20,8 @@ import statistics
 import time
 
 from nlu_engine.assembly.model import Model
-from nlu_engine.classifiers.diet.onnx_graph import use_onnx
 from nlu_engine.evaluation import evaluate
 from nlu_engine.evaluation.benchmarking import _latencies, cpu_model, headline_scores
-from nlu_engine.featurizers.dense.bert_onnx import choose_runtime
 from nlu_engine.training_data import load_data
 
 
@@ -34,9 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", required=True, help="test data whose texts are parsed")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scores", action="store_true", help="also score the test set")
+    parser.add_argument("--runtime", default=None, help="float32, int8 or bfloat16 (default: the archive's)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    model = Model.load(args.model)
+    model = Model.load(args.model, runtime=args.runtime)
     load_s = round(time.perf_counter() - start, 2)
     test = load_data(args.data)
     texts = [m.text for m in test.messages]
@@ -50,8 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(_latencies(model, texts))
         print(f"run {i + 1}: {json.dumps(runs[-1])}")
     median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
-    print(json.dumps({"model": args.model, "cpu": cpu_model(), "encoder": choose_runtime(),
-                      "diet": "onnx" if use_onnx() else "numpy",
+    print(json.dumps({"model": args.model, "cpu": cpu_model(), "runtime": model.runtime,
                       "load_s": load_s, "runs": args.runs, "median": median, "scores": scores}))
     return 0
 

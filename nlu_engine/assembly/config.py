@@ -32,6 +32,7 @@ from nlu_engine.contract.component import (
     config_fields,
 )
 from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
+from nlu_engine.nn.onnx_runtime import check_runtime
 from nlu_engine.training_data.yaml_limits import safe_load
 
 #: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
@@ -41,7 +42,7 @@ DEFAULT_PIPELINE = PIPELINES / "diet.yml"
 #: ``policies``) leaves ``pipeline`` empty
 RASA_DEFAULT_PIPELINE = PIPELINES / "rasa_suggested.yml"
 IGNORED_KEYS = ("recipe", "assistant_id", "policies")
-KNOWN_KEYS = ("language", "pipeline", *IGNORED_KEYS)
+KNOWN_KEYS = ("language", "pipeline", "runtime", *IGNORED_KEYS)
 
 
 @dataclass
@@ -64,11 +65,14 @@ class PipelineConfig:
     steps: list[ComponentSpec]
     source: str = "<config>"
     notices: list[str] = field(default_factory=list)
+    #: the parse runtime the model records (``nn.onnx_runtime``; None: its components' default)
+    runtime: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The resolved config (every parameter with its value), as stored in a model."""
         return {
             "language": self.language,
+            **({"runtime": self.runtime} if self.runtime is not None else {}),
             "pipeline": [{"name": s.name, **_jsonable(s.params)} for s in self.steps],
         }
 
@@ -103,6 +107,7 @@ def load_config(
     language = raw.get("language") or "en"
     if not isinstance(language, str):
         raise ConfigError(f"{where}: 'language' must be a language code such as 'en'")
+    runtime = None if raw.get("runtime") is None else check_runtime(raw["runtime"], f"{where}: runtime")
     pipeline = raw.get("pipeline")
     if not pipeline:
         rasa_config = any(key in raw for key in IGNORED_KEYS)
@@ -113,6 +118,7 @@ def load_config(
         notices.append(f"{where}: no pipeline given; using {why}, {fallback.name}")
         default = load_config(fallback, overrides)
         default.language = language
+        default.runtime = runtime or default.runtime
         # the shipped file's own `recipe` is not the user's to hear about
         default.notices = notices + [n for n in default.notices if "is accepted and ignored" not in n]
         return default
@@ -122,7 +128,7 @@ def load_config(
     _apply_overrides(entries, overrides or [], where)
     steps = [_build_step(item, i, where, notices) for i, item in enumerate(entries)]
     check_order(steps, where)
-    return PipelineConfig(language=language, steps=steps, source=where, notices=notices)
+    return PipelineConfig(language=language, steps=steps, source=where, notices=notices, runtime=runtime)
 
 
 def shipped_pipelines() -> list[str]:

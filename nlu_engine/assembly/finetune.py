@@ -126,6 +126,9 @@ def finetune_pipeline(
     if not data.messages:
         raise DataError("the training data holds no examples; add intents with examples")
     pipeline = Pipeline.build(config)
+    runtime = pipeline.default_runtime()  # the features learnt from are the ones parsed with
+    pipeline.use_runtime(runtime)
+    previous.use_runtime(runtime)
     current = fingerprints(config, pipeline.components, data)
     if stored is None or len(stored) != len(current):
         stored = [""] * len(current)
@@ -159,7 +162,9 @@ def finetune_pipeline(
         if log:
             took = "" if outcome.decision == REUSED else f" in {outcome.seconds:.1f} s"
             log(f"[{i + 1}/{total}] {name} {outcome.decision}{took}")
-    return Pipeline(config, components), current, outcomes
+    tuned = Pipeline(config, components)
+    tuned.runtime = runtime
+    return tuned, current, outcomes
 
 
 def _train_afresh(

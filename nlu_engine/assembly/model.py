@@ -17,6 +17,7 @@ from nlu_engine.assembly.pipeline import Pipeline, _stderr
 from nlu_engine.contract.component import FinetuneOptions
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.nn.onnx_runtime import RUNTIMES, check_runtime, require_onnxruntime, runtime_for_cpu
 from nlu_engine.training_data.domain import DEFAULT_INTENTS
 from nlu_engine.training_data.intent_message import unpack_intent_message
 
@@ -56,12 +57,15 @@ def train(
             log(f"notice: {notice}")
     training_data, domain_labels = _training_data(data, domain, log)
     pipeline = Pipeline.build(cfg)
+    # the features DIET learns from are the ones it will parse with
+    pipeline.use_runtime(runtime_for_cpu(check_runtime(pipeline.default_runtime()), explicit=True))
     start = time.perf_counter()
     pipeline.train(training_data, log=log)
     seconds = time.perf_counter() - start
     _log_threshold_notice(pipeline, log)
     extra = _manifest_extra(cfg, training_data, seconds, fingerprints(cfg, pipeline.components,
                                                                       training_data), domain_labels)
+    extra["runtime"] = pipeline.runtime
     path = save_archive(pipeline, Path(out) / f"{_archive_name(fixed_model_name)}.tar.gz", extra)
     if log:
         log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
@@ -131,6 +135,7 @@ def finetune_model(
             log(line)
     _log_threshold_notice(pipeline, log)
     extra = _manifest_extra(cfg, training_data, seconds, current, domain_labels)
+    extra["runtime"] = pipeline.runtime
     extra["finetuned_from"] = base.name
     extra["finetune"] = {**dataclasses.asdict(options or FinetuneOptions()),
                          "components": [o.as_dict() for o in outcomes]}
@@ -254,19 +259,34 @@ class Model:
         self.manifest = manifest
         self.path = path
 
+    @property
+    def runtime(self) -> str:
+        """The runtime the model parses in (``nn.onnx_runtime``): float32, int8 or bfloat16."""
+        return self.pipeline.runtime
+
     @classmethod
-    def load(cls, path: str | Path, allow_components: Iterable[str] | str | None = None) -> Model:
+    def load(cls, path: str | Path, allow_components: Iterable[str] | str | None = None,
+             runtime: str | None = None) -> Model:
         """Load an archive, or a folder's newest archive.
 
         An archive is data: it may name registered components, and custom component classes
         only if they are in ``allow_components`` (import paths such as
-        ``my_package.module.MyComponent``); nothing else is imported.
+        ``my_package.module.MyComponent``); nothing else is imported. ``runtime`` (float32,
+        int8 or bfloat16) overrides the one the archive records (``nn.onnx_runtime``).
         """
         from nlu_engine.assembly.persistence import load_archive
         from nlu_engine.assembly.registry import allowed_components
 
+        requested = None if runtime is None else check_runtime(runtime, "--runtime")
+        require_onnxruntime()
         allowed = allowed_components(allow_components)
         pipeline, manifest, resolved = load_archive(Path(path), allowed)
+        recorded = manifest.get("runtime")
+        if recorded is not None and recorded not in RUNTIMES:
+            raise ArchiveError(f"model archive '{resolved}': the manifest's runtime {recorded!r} is "
+                               f"not one of {', '.join(RUNTIMES)}; retrain the model")
+        chosen = requested or recorded or pipeline.default_runtime()  # before: as its components say
+        pipeline.use_runtime(runtime_for_cpu(check_runtime(chosen), explicit=requested is not None))
         return cls(pipeline, manifest, resolved)
 
     @property

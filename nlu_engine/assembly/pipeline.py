@@ -62,6 +62,8 @@ class Pipeline:
         #: a component fine-tunes another's encoder (``connect_trainable_encoders``): the two
         #: train together, so neither can be reused or resumed without the other
         self.tunes_encoders = tunes_encoders
+        #: the parse runtime the components run in (``use_runtime``)
+        self.runtime = "float32"
 
     @classmethod
     def build(cls, config: PipelineConfig) -> Pipeline:
@@ -73,6 +75,17 @@ class Pipeline:
             components.append(component)
         tuned = connect_trainable_encoders(components, config.source)
         return cls(config, components, tunes_encoders=tuned > 0)
+
+    def default_runtime(self) -> str:
+        """The runtime the config names, else the first a component prefers, else float32."""
+        preferred = [r for c in self.components if (r := c.default_runtime()) is not None]
+        return self.config.runtime or (preferred[0] if preferred else "float32")
+
+    def use_runtime(self, runtime: str) -> None:
+        """Every component parses in ``runtime`` from now on (``nn.onnx_runtime``)."""
+        self.runtime = runtime
+        for component in self.components:
+            component.use_runtime(runtime)
 
     def train(self, data: TrainingData, log: Callable[[str], None] | None = _stderr) -> None:
         """Train each component in order; tokenizers and featurizers then annotate the data."""

@@ -69,7 +69,8 @@ class ResponseSelector(DIETClassifier):
 
     Hyperparameters: every DIETClassifier parameter, with Rasa's ResponseSelector defaults
     where they differ (hidden layers [256, 128] per side, no transformer, dense / concat widths
-    512, ``scale_loss``, a constant learning rate, no input dropout) and our DIET defaults
+    512, ``scale_loss``, a constant learning rate, no input dropout, Rasa's L2 rule
+    ``sparse_regularization: rasa``) and our DIET defaults
     otherwise (``epochs`` 20, more on small data, ``random_seed`` 42, a softmax over every
     response when there are more than ``number_of_negative_examples``), plus
     ``retrieval_intent`` and ``use_text_as_label``. Entity recognition is always off:
@@ -101,6 +102,9 @@ class ResponseSelector(DIETClassifier):
         use_all_labels_as_negatives: bool | Literal["auto"] = "auto"
         use_sparse_input_dropout: bool = False
         use_dense_input_dropout: bool = False
+        # Rasa's trainer adds a weight's L2 gradient only where the loss's is positive: the
+        # selectors learn faster so (Rasa's demo bot, BENCHMARKS.md); DIET keeps its whole-table L2
+        sparse_regularization: Literal["all_rows", "touched_rows", "rasa"] = "rasa"
         # fixed: Rasa overrides other values silently, here they are refused
         intent_classification: Literal[True] = True
         entity_recognition: Literal[False] = False

@@ -10,6 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 
+def add_runtime_argument(parser: Any) -> None:
+    """Add ``--runtime NAME``: the parse runtime, overriding the one the model records."""
+    parser.add_argument(
+        "--runtime", default=None, metavar="NAME",
+        help="parse runtime: float32, int8 or bfloat16 (default: the one the model was trained for)",
+    )
+
+
 def add_arguments(parser: Any, config: bool = True) -> None:
     """Add ``--allow-component NAME`` (repeatable) and, when ``config``, ``-c/--config C``."""
     parser.add_argument(

@@ -86,6 +86,7 @@ def register(commands: Any) -> None:
                            "reserves (default: 1); without, the threads of the sequential run "
                            "(default: TensorFlow's). Scores match between runs with the same N")
     allow.add_arguments(test, config=False)
+    allow.add_runtime_argument(test)
     test.set_defaults(func=cmd_test)
 
 
@@ -212,6 +213,8 @@ def _print_summary(summary: dict[str, Any], out: str) -> None:
     print(format_summary(summary))
     timings = summary.get("timings", {})
     parse = f"; parsing took {timings['parse_seconds']:.1f} s" if "parse_seconds" in timings else ""
+    if summary.get("runtime"):
+        parse += f" in the {summary['runtime']} runtime"
     print(f"Reports written to {out}/ in {timings.get('report_seconds', 0.0):.1f} s{parse} "
           f"(open {Path(out) / 'index.html'})")
     for notice in summary.get("notices") or []:
@@ -224,7 +227,7 @@ def run_model_test(args: argparse.Namespace) -> int:
     from nlu_engine.evaluation.experiments import evaluate_model
 
     data = _load_data(args.data)
-    model = Model.load(args.model, allow.allowed(args.allow_component))
+    model = Model.load(args.model, allow.allowed(args.allow_component), args.runtime)
     progress = TerminalProgress()
     try:
         evaluation, _, parse_seconds = evaluate_model(model, data.messages, progress=progress,
@@ -234,6 +237,7 @@ def run_model_test(args: argparse.Namespace) -> int:
     info = {
         "mode": "model",
         "model": str(model.path),
+        "runtime": model.runtime,
         "data": [str(p) for p in args.data],
         "timings": {"parse_seconds": round(parse_seconds, 3)},
     }

@@ -29,6 +29,7 @@ EXTRA_COMMANDS = (
     "nlu_engine.cli.evaluate",  # nlu-engine test
     "nlu_engine.cli.serve",  # nlu-engine serve / run
     "nlu_engine.cli.benchmark",  # nlu-engine benchmark
+    "nlu_engine.cli.review",  # nlu-engine review / review compare
 )
 
 
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     parse.add_argument("--batch-size", type=int, default=64,
                        help="messages parsed as one batch (default: 64)")
     allow.add_arguments(parse)
+    allow.add_runtime_argument(parse)
     parse_corpus.add_arguments(parse)
     parse.set_defaults(func=cmd_parse)
 
@@ -160,7 +162,7 @@ def cmd_parse(args: argparse.Namespace) -> int:
         raise NLUError("--ray, --ray-address and --workers parse a corpus file: add --input IN --output OUT")
     from nlu_engine.assembly.model import Model
 
-    model = Model.load(args.model, allow.allowed(args.allow_component, args.config))
+    model = Model.load(args.model, allow.allowed(args.allow_component, args.config), args.runtime)
     if args.text is not None:
         print(json.dumps(model.parse(args.text), ensure_ascii=False, indent=2))
         return 0

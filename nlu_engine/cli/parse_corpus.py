@@ -90,6 +90,9 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise NLUError("--workers must be at least 1")
     if args.max_text_chars < 1:
         raise NLUError("--max-text-chars must be at least 1")
+    if args.runtime is not None and (args.ray or args.ray_address is not None or (args.workers or 1) > 1):
+        raise NLUError("--runtime applies to a corpus parsed in this process; with --workers or --ray "
+                       "each worker parses in the runtime the archive records")
 
 
 def _run_job(args: argparse.Namespace, job: Any, archive: Any, allowed: frozenset[str], out: Any,
@@ -111,7 +114,7 @@ def _run_job(args: argparse.Namespace, job: Any, archive: Any, allowed: frozense
         else:
             from nlu_engine.assembly.model import Model
 
-            outputs = parse_in_process(Model.load(archive, allowed), job)
+            outputs = parse_in_process(Model.load(archive, allowed, args.runtime), job)
         stack.callback(outputs.close)  # stop the workers before Ray shuts down
         writer = stack.enter_context(CorpusWriter(out, job.output_format))
         return write_outputs(outputs, writer, lambda rows, errors: bar.update(rows))

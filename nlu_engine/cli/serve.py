@@ -76,6 +76,7 @@ def register(commands: Any) -> None:
     serve.add_argument("--enable-api", action="store_true",
                        help="accepted for Rasa compatibility; the API is always on")
     allow.add_arguments(serve)
+    allow.add_runtime_argument(serve)
     serve.set_defaults(func=cmd_serve)
 
 
@@ -108,6 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_level=args.log_level,
         allow_components=sorted(allowed),
         message_log=message_log,
+        runtime=args.runtime,
     )
     return 0
 

@@ -405,6 +405,14 @@ class Component:
     def process(self, messages: list[Message]) -> None:
         """Annotate a batch of messages in place."""
 
+    def default_runtime(self) -> str | None:
+        """The parse runtime (``nn.onnx_runtime.RUNTIMES``) this component makes the model's
+        default when the config names none (None: no preference)."""
+        return None
+
+    def use_runtime(self, runtime: str) -> None:
+        """Parse in ``runtime`` from now on (the model's; a component with no network ignores it)."""
+
     def persist(self, directory: Path) -> None:
         """Write learned state into ``directory`` (created by the caller)."""
 

@@ -1,48 +1,82 @@
-"""ONNX Runtime sessions for the parse paths that run a graph: the language model's encoder
-(``featurizers/dense/bert_onnx.py``) and DIET's transformer (``classifiers/diet/onnx_graph.py``).
+"""The parse runtime: ONNX Runtime sessions, and the runtime name a model parses with.
 
-Both build their graph in memory from the weights an archive keeps (``.npz``) with the ``onnx``
-package's helpers, and hand it here. ``onnxruntime`` and ``onnx`` are optional (the ``lm``
-extra): without them, those paths stay in NumPy. Importing this module imports neither.
+Every network parses under ONNX Runtime: DIET's transformer (``classifiers/diet/onnx_graph.py``,
+the ResponseSelector's too) and the language model's encoder (``featurizers/dense/bert_onnx.py``).
+Each graph is written with ``onnx_builder`` from the weights an archive keeps (``.npz``) when a
+model loads, and handed here. Training stays in TensorFlow.
+
+The runtime is a property of the model, one of ``RUNTIMES``:
+
+* ``float32``: the default;
+* ``int8``: the language model's encoder quantised (``bert_onnx.quantized_graph``), fast on CPUs
+  with int8 dot products (``nn.cpu``); DIET's small transformer stays float32;
+* ``bfloat16``: the encoder's matrix products on bfloat16-rounded inputs and kernels, as
+  ``precision: bfloat16`` trained it; DIET stays float32.
+
+It is chosen at training (the config's top-level ``runtime``; a language model with
+``precision: bfloat16`` makes bfloat16 the default), recorded in the archive's manifest, and may
+be overridden when loading (``Model.load(path, runtime=...)``, ``--runtime``). An archive from
+before the manifest recorded it parses as it did: bfloat16 if it has such a language model,
+float32 otherwise.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import logging
 import os
-from typing import Any
+from typing import Any, Literal
+
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.nn.cpu import Cpu, detect
+
+logger = logging.getLogger(__name__)
 
 #: the ONNX operator set the graphs are written in, and the domain of ONNX Runtime's own
 #: operators (Attention, SkipLayerNormalization, Gelu, ...)
 OPSET = 17
 MS_DOMAIN = "com.microsoft"
 
+Runtime = Literal["float32", "int8", "bfloat16"]
+RUNTIMES: tuple[Runtime, ...] = ("float32", "int8", "bfloat16")
+DEFAULT_RUNTIME: Runtime = "float32"
+INSTALL = "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
 
-def onnx_runtime_available() -> bool:
-    """Whether ``onnxruntime`` and ``onnx`` are installed (nothing is imported)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+def check_runtime(name: Any, where: str = "runtime") -> Runtime:
+    """``name`` if it is a runtime, else a one-line ``ConfigError`` naming the runtimes."""
+    if name not in RUNTIMES:
+        raise ConfigError(f"{where} {name!r} is not a runtime: use one of {', '.join(RUNTIMES)}")
+    return name  # type: ignore[no-any-return]
 
 
-def forced_runtime(
-    variable: str, runtimes: tuple[str, ...], needing_onnx: tuple[str, ...], installed: bool
-) -> str:
-    """The runtime the environment variable ``variable`` forces ("" when unset), after checking
-    it is one of ``runtimes`` and, for those in ``needing_onnx``, that ONNX Runtime is
-    ``installed``; otherwise a one-line ``ConfigError``."""
-    from nlu_engine.contract.errors import ConfigError
+def require_onnxruntime() -> None:
+    """Import ``onnxruntime`` and ``onnx``, or a one-line ``ConfigError`` saying what to install."""
+    for module in ("onnxruntime", "onnx"):
+        try:
+            __import__(module)
+        except Exception as error:  # ImportError, or a broken build's own error at import
+            detail = " ".join(str(error).split())[:200]
+            raise ConfigError(
+                f"the parse runtime needs {module}, which cannot be imported "
+                f"({type(error).__name__}: {detail}); install it: {INSTALL}"
+            ) from None
 
-    forced = os.environ.get(variable, "").strip().lower()
-    if forced and forced not in runtimes:
-        raise ConfigError(
-            f"{variable}={forced!r} is not a runtime; use one of {', '.join(runtimes)} "
-            "or unset it for the default"
-        )
-    if forced in needing_onnx and not installed:
-        raise ConfigError(
-            f"{variable}={forced} needs onnxruntime and onnx: "
-            "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2'"
-        )
-    return forced
+
+def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) -> Runtime:
+    """The runtime a model parses with on this CPU: ``runtime``, except an int8 the archive
+    recorded (not ``explicit``ly asked for) on a CPU without int8 dot products, which runs float32
+    instead. Either case says so in one warning."""
+    cpu = cpu or detect()
+    if runtime != "int8" or cpu.vnni:
+        return runtime
+    if explicit:
+        logger.warning("runtime int8: this CPU has no int8 dot products (AVX-512 VNNI, AVX-VNNI, "
+                       "AMX); it parses in int8, but slower than float32")
+        return runtime
+    logger.warning("this model was trained for runtime int8, but this CPU has no int8 dot products "
+                   "(AVX-512 VNNI, AVX-VNNI, AMX): it parses in float32 instead (--runtime int8 "
+                   "forces int8)")
+    return "float32"
 
 
 def model_of(graph: Any) -> Any:
@@ -67,6 +101,23 @@ def session(model: Any, threads: int) -> Any:
     if threads != 1:  # spinning threads would take the cores from the process's other work
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+class Sessions:
+    """One graph's sessions: one thread for a message or a few, the process's threads for larger
+    inputs (created on first use)."""
+
+    def __init__(self, model: Any, single_thread_max: int) -> None:
+        self.model = model
+        self.single_thread_max = single_thread_max
+        self._by_threads: dict[int, Any] = {1: session(model, 1)}
+
+    def run(self, feeds: dict[str, Any], size: int) -> Any:
+        """The graph's first output for ``feeds``; ``size`` (positions) chooses the threads."""
+        threads = 1 if size <= self.single_thread_max else process_threads()
+        if threads not in self._by_threads:
+            self._by_threads[threads] = session(self.model, threads)
+        return self._by_threads[threads].run(None, feeds)[0]
 
 
 def process_threads() -> int:

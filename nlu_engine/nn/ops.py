@@ -1,5 +1,4 @@
-"""Float32 NumPy building blocks shared by the NumPy forward passes (DIET's inference, the
-language model's encoder)."""
+"""Float32 NumPy gelu, for DIET's small dense heads (``classifiers/diet/inference.py``)."""
 
 from __future__ import annotations
 
@@ -52,10 +51,3 @@ def gelu(x: np.ndarray) -> np.ndarray:
         p *= v
         np.multiply(p, _F(0.5), out=out[start : start + n])
     return out.reshape(x.shape)
-
-
-def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float = 1e-6) -> np.ndarray:
-    """LayerNorm over the last axis: (x - mean) / sqrt(var + eps) * gamma + beta."""
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta

@@ -77,6 +77,7 @@ def create_app(
     allow_components: Iterable[str] = (),
     worker_id: str | None = None,
     message_log: dict[str, Any] | None = None,
+    runtime: str | None = None,
 ) -> Starlette:
     """The ASGI app.
 
@@ -88,7 +89,8 @@ def create_app(
     classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
     ``worker_id`` names this process in ``/status`` (default: ``host:pid``). ``message_log``:
     the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
-    as a dict), whose writer runs from startup to shutdown; None logs nothing.
+    as a dict), whose writer runs from startup to shutdown; None logs nothing. ``runtime``:
+    the parse runtime of every model loaded (``serve --runtime``; None: each archive's own).
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -108,6 +110,7 @@ def create_app(
         allow_components=allowed_components(allow_components),
         auth=Authenticator(auth_token, jwt_secret),
         worker_id=worker_id,
+        runtime=runtime,
     )
     if message_log is not None:
         from nlu_engine.server.message_log import LogSettings, MessageLog

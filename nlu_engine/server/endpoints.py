@@ -129,6 +129,7 @@ async def status(request: Request, state: ServerState) -> Response:
             "version": __version__,
             "trained_at": manifest.get("trained_at"),
             "pipeline": [step.get("name") for step in manifest.get("pipeline", [])],
+            "runtime": model.runtime,
             "uptime_seconds": round(time.time() - state.started, 1),
             "worker_id": state.worker_id,
             "batching": {
@@ -192,7 +193,7 @@ async def replace_model(request: Request, state: ServerState) -> Response:
         state.reload_lock = asyncio.Lock()
     async with state.reload_lock:
         try:
-            new_model = await asyncio.to_thread(load_model, path, state.allow_components)
+            new_model = await asyncio.to_thread(load_model, path, state.allow_components, state.runtime)
         except NLUError as error:
             message = str(error)
             if state.models_dir is not None:

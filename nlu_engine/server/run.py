@@ -149,19 +149,23 @@ def serve(
     log_level: str = "info",
     allow_components: list[str] | None = None,
     message_log: LogSettings | None = None,
+    runtime: str | None = None,
 ) -> None:
     """Load the model and serve the API until interrupted.
 
     ``allow_components``: the custom component classes a model may import, at startup and on
     ``PUT /model`` alike. ``message_log``: record every parse (``--log-messages``); its database
     is opened and checked here, so one that is not a log is a one-line error before anything
-    listens.
+    listens. ``runtime``: the parse runtime, overriding each archive's (``--runtime``).
     """
     import logging.config
 
     from nlu_engine.assembly.registry import allowed_components
+    from nlu_engine.nn.onnx_runtime import check_runtime
     from nlu_engine.server.app import create_app, load_model
 
+    if runtime is not None:
+        check_runtime(runtime, "--runtime")
     _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port)
     allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
@@ -187,6 +191,7 @@ def serve(
         "batch_wait": batch_wait,
         "allow_components": sorted(allowed),
         "message_log": message_log.as_dict() if message_log is not None else None,
+        "runtime": runtime,
     }
     common: dict[str, Any] = {
         "host": host,
@@ -197,7 +202,7 @@ def serve(
         "timeout_graceful_shutdown": 10,
     }
     if workers == 1:
-        loaded = load_model(archive, allowed) if archive is not None else None
+        loaded = load_model(archive, allowed, runtime) if archive is not None else None
         app = create_app(**settings, model=loaded)
         uvicorn.Server(NoDelayConfig(app, **common)).run()
         return

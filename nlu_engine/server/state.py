@@ -24,15 +24,17 @@ logger = logging.getLogger("nlu_engine.server")
 WARMUP_TEXT = "hello"
 
 
-def load_model(path: Path, allow_components: frozenset[str] = frozenset()) -> Model:
+def load_model(path: Path, allow_components: frozenset[str] = frozenset(),
+               runtime: str | None = None) -> Model:
     """Load an archive and parse one message, so the first request pays no tracing cost.
 
-    ``allow_components``: the custom component classes the archive may import.
+    ``allow_components``: the custom component classes the archive may import; ``runtime``:
+    the parse runtime, overriding the archive's (``serve --runtime``).
     """
     from nlu_engine.assembly.model import Model
 
     start = time.perf_counter()
-    model = Model.load(path, allow_components)
+    model = Model.load(path, allow_components, runtime)
     model.parse(WARMUP_TEXT)
     logger.info("loaded model %s in %.2f s", model.path.name, time.perf_counter() - start)
     return model
@@ -55,8 +57,10 @@ class ServerState:
         allow_components: frozenset[str] = frozenset(),
         auth: Authenticator | None = None,
         worker_id: str | None = None,
+        runtime: str | None = None,
     ) -> None:
         self.model = model
+        self.runtime = runtime  # serve --runtime: every model loaded parses in it
         # which process answered: several serve one port (--workers, Ray Serve replicas)
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.auth = auth or Authenticator(None, None)
@@ -113,7 +117,7 @@ async def startup_load(state: ServerState) -> None:
     try:
         if path.is_dir():
             path = newest_archive(path)
-        state.model = await asyncio.to_thread(load_model, path, state.allow_components)
+        state.model = await asyncio.to_thread(load_model, path, state.allow_components, state.runtime)
         state.model_path = path
     except NLUError as error:
         logger.error("no model loaded: %s; the server answers 503 until PUT /model", error)

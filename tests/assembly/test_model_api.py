@@ -111,6 +111,19 @@ def test_model_properties(model: Model, archive: str) -> None:
         "LogisticRegressionClassifier",
     ]
     assert model.model_id == f"{manifest['fingerprint']['data']}-api"
+    assert manifest["runtime"] == model.runtime == "float32"  # the parse runtime, recorded
+
+
+def test_a_missing_onnxruntime_is_one_line_at_load_naming_what_to_install(
+    archive: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if not installed
+    with pytest.raises(ConfigError) as raised:
+        nlu_engine.load(archive)
+    assert "\n" not in str(raised.value)
+    assert "needs onnxruntime" in str(raised.value) and "pip install 'onnxruntime" in str(raised.value)
+    monkeypatch.undo()
+    assert nlu_engine.load(archive, runtime="int8").runtime == "int8"
 
 
 def test_load_folder_and_default_name(tmp_path: Path, tiny_data_path: Path, model: Model) -> None:

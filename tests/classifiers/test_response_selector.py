@@ -333,6 +333,7 @@ def test_defaults_follow_rasas_response_selector() -> None:
     assert config["use_all_labels_as_negatives"] == "auto"  # DIET's: every response past 20
     assert config["use_sparse_input_dropout"] is False
     assert config["use_dense_input_dropout"] is False
+    assert config["sparse_regularization"] == "rasa"  # Rasa's L2 rule: faster on its demo bot
     assert config["retrieval_intent"] is None and config["use_text_as_label"] is False
     assert config["entity_recognition"] is False and config["intent_classification"] is True
     # every DIETClassifier parameter, in DIET's order, plus the selector's own two
@@ -343,7 +344,7 @@ def test_defaults_follow_rasas_response_selector() -> None:
     assert changed == {
         "hidden_layers_sizes", "transformer_size", "number_of_transformer_layers", "dense_dimension",
         "concat_dimension", "scale_loss", "learning_rate_schedule", "use_sparse_input_dropout",
-        "use_dense_input_dropout", "entity_recognition",
+        "use_dense_input_dropout", "entity_recognition", "sparse_regularization",
     }
     params = ResponseSelector(dense_dimension={"text": 64}).network_params()
     assert (params.text_dense_dimension, params.label_dense_dimension) == (64, 512)

@@ -108,6 +108,17 @@ def read(path):
     return json.loads(path.read_text())
 
 
+def test_an_unknown_runtime_is_one_line_naming_the_valid_ones(project, capsys):
+    assert main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models",
+                 "--fixed-model-name", "m"]) == 0
+    capsys.readouterr()
+    for command in (["test", "--data", "test.yml"], ["parse", "hello"]):
+        assert main([*command, "--runtime", "int4", "--allow-component", "word_extractor.WordExtractor"]) != 0
+        err = capsys.readouterr().err.strip()
+        assert err.endswith("--runtime 'int4' is not a runtime: use one of float32, int8, bfloat16")
+        assert "\n" not in err and "Traceback" not in err
+
+
 def test_model_test_writes_rasa_reports(project, capsys):
     assert main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models",
                  "--fixed-model-name", "m"]) == 0
@@ -142,6 +153,7 @@ def test_model_test_writes_rasa_reports(project, capsys):
     assert summary["intent"]["accuracy"] == pytest.approx(0.6)
     assert summary["entities"]["WordExtractor"]["exact_f1"] == pytest.approx(0.5)
     assert summary["model"].endswith("m.tar.gz")
+    assert summary["runtime"] == "float32" and "in the float32 runtime" in out
     assert (results / "index.html").is_file()
     assert not (results / "intent_confusion_matrix.png").exists()
     assert "accuracy 0.6000" in out and "exact F1 0.5000" in out

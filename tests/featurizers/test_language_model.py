@@ -23,6 +23,7 @@ from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense.bert import BertEncoder, WordPiece, weights_checksum
+from nlu_engine.featurizers.dense.bert_onnx import parse_encoder
 from nlu_engine.featurizers.dense.language_model import (
     LanguageModelFeaturizer,
     resolve_weights,
@@ -102,8 +103,8 @@ def bert_dir(tmp_path: Path) -> Path:
 
 
 # --- the encoder ------------------------------------------------------------------------------------
-def test_encoder_matches_reference_with_padding(bert_dir: Path) -> None:
-    encoder = BertEncoder.from_directory(bert_dir)
+def test_parse_graph_matches_reference_with_padding(bert_dir: Path) -> None:
+    encoder = parse_encoder(BertEncoder.from_directory(bert_dir), "float32")
     a = vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "world", "[SEP]")
     b = vocab_ids("[CLS]", "book", "a", "[SEP]")
     ids = np.zeros((2, len(a)), dtype=np.int32)
@@ -115,25 +116,6 @@ def test_encoder_matches_reference_with_padding(bert_dir: Path) -> None:
     np.testing.assert_allclose(states[0], numpy_bert(bert_dir, a), atol=2e-5)
     # padding does not leak into the shorter sequence
     np.testing.assert_allclose(states[1, : len(b)], numpy_bert(bert_dir, b), atol=2e-5)
-
-
-def test_numpy_and_tensorflow_paths_agree(bert_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """float32 runs in NumPy, a message or a large batch, unless a training asks for
-    TensorFlow: the same numbers, with few rows (W x^T) and many (x W^T)."""
-    import nlu_engine.featurizers.dense.bert
-
-    encoder = BertEncoder.from_directory(bert_dir)
-    ids = np.array([vocab_ids("[CLS]", "hello", "un", "##believ", "##able", "[SEP]")] * 40, np.int32)
-    mask = np.ones_like(ids)
-    numpy_states = []
-    for few_rows in (0, 10_000):  # every product as x W^T, then as W x^T
-        monkeypatch.setattr(nlu_engine.featurizers.dense.bert, "FEW_ROWS", few_rows)
-        numpy_states.append(encoder(ids, mask))
-    assert encoder._tf_calls == {}  # parsing never builds the TensorFlow graph
-    tensorflow_states = encoder(ids, mask, tensorflow=True)
-    assert encoder._tf_calls
-    for states in numpy_states:
-        np.testing.assert_allclose(states, tensorflow_states, atol=2e-5)
 
 
 def test_wordpiece_splits_each_word_and_never_drops_one(bert_dir: Path) -> None:

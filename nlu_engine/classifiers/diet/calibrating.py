@@ -1,11 +1,11 @@
 """DIET's side of the calibration (``classifiers/calibration.py``): what it holds out, what it
-predicts for the fit, when it trains again on everything, and how a parse is calibrated; and,
+predicts for the fit, when the held-out examples join the training late, and how a parse is calibrated; and,
 on few examples an intent, the sentence head that ranks the intents instead of the network
 (``classifiers/sentence_head.py``), calibrated by cross-fitting.
 
 A mixin of :class:`~nlu_engine.classifiers.diet.component.DIETClassifier` (and so of
 ResponseSelector): it reads the component's config, intents and prediction, and calls its
-``_train_network`` for the small-data refit.
+``_train_network`` for the small-data training in which the held-out examples join late.
 """
 
 from __future__ import annotations
@@ -147,25 +147,24 @@ class CalibratedDIET:
                                           self.config.random_seed, self.component_name(), keys, trained)
         return [examples[i] for i in train], [examples[i] for i in held]
 
-    def _calibrate(self, train: list[Message], held: list[Message], previous: Any = None) -> None:
-        """Fit the calibration on the held-out examples; on small data, then train the network
-        again on every example (``_refits``) and carry the calibration over to it."""
-        label_of = self.label_of
+    def _calibrate(self, train: list[Message], held: list[Message]) -> None:
+        """Fit the calibration on the held-out examples, which the network has not seen."""
         self.calibration_ = calibration.fit_calibration(self._calibration_predict, self.intents_, train, held,
-                                                        label_of, self.out_of_scope_intent_,
+                                                        self.label_of, self.out_of_scope_intent_,
                                                         self.config.random_seed)
-        if not held or not self._refits(len(train) + len(held), previous):
-            return
-        # small data: what the held-out share costs in accuracy is most, and a second training
-        # least; the network learns from every example, the calibration stays
-        everything = train + held
-        self._train_network(everything, None, None)
+
+    def _train_calibrated_once(self, train: list[Message], held: list[Message]) -> None:
+        """Small data (``_refits``): one training in which the held-out examples join the last
+        ``calibration_join_share`` of the epochs. The calibration is fitted on the network's
+        predictions just before they join, and its in-scope reference again once the network has
+        learned from every example. (It trained twice before: on the rest, then on everything.)"""
+        self._train_network(train, None, None, late=held)
         self.calibration_ = calibration.refit_in_scope(
-            self.calibration_, self._calibration_predict, self.intents_, everything, label_of,
+            self.calibration_, self._calibration_predict, self.intents_, train + held, self.label_of,
             self.out_of_scope_intent_, self.config.random_seed)
 
     def _refits(self, examples: int, previous: Any) -> bool:
-        """Whether the network trains again on every example once the calibration is fitted:
+        """Whether the held-out examples join the training once the calibration is fitted:
         with fewer than ``calibration_refit_below`` examples, when it neither resumes a stored
         model nor fine-tunes a language model (whose tuned weights the first training changed)."""
         return (examples < self.config.calibration_refit_below and previous is None

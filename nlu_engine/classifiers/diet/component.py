@@ -1,9 +1,10 @@
 """DIETClassifier: the component around the DIET network.
 
 Its config, training and fine-tuning (``training.fit`` on a ``spec.TrainingSpec``, resuming
-through ``resume.py``), the calibration (``calibrating.py``) and batched prediction in NumPy
-(``inference.py``). Messages become arrays in ``encoding.py``; ``storage.py`` holds the
-storage format (``persist`` / ``load``). The network itself is in ``model.py``.
+through ``resume.py``), the calibration (``calibrating.py``) and batched prediction
+(``inference.py``, its transformer an ONNX graph). Messages become arrays in ``encoding.py``;
+``storage.py`` holds the storage format (``persist`` / ``load``). The network itself is in
+``model.py``.
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         learning_rate: float = param(0.001, low=0)
         learning_rate_schedule: Literal["constant", "linear_decay"] = "linear_decay"
         random_seed: int | None = 42
-        #: with fewer training examples than this, the network trains once more on all of them
-        #: after the calibration is fitted on the held-out share (small data loses most by
-        #: holding examples out, and pays least for a second training); 0: never
+        #: with fewer training examples than this, the held-out share joins the training for its
+        #: last ``calibration_join_share`` of the epochs, once the calibration is fitted on it
+        #: (small data loses most by holding examples out); 0: never
         calibration_refit_below: int = param(2000, low=0)
+        calibration_join_share: float = param(0.25, low=0.0, high=1.0)
         #: when the median intent has fewer examples than this and the messages have dense
         #: sentence features, a logistic regression on those ranks the intents, calibrated by
         #: cross-fitting, and the network trains once, for the entities
@@ -135,7 +137,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         show_progress: bool = True
         sparse_weights_dtype: Literal["int8", "float16"] = "int8"
         max_micro_batch_size: int | None = param(128, low=1)
-        sparse_regularization: Literal["all_rows", "touched_rows"] = "all_rows"
+        #: the L2 of the input tables: every row every step, the rows a batch touches, or Rasa's
+        #: rule for every weight (a weight's L2 gradient only where the loss's is positive)
+        sparse_regularization: Literal["all_rows", "touched_rows", "rasa"] = "all_rows"
 
         def validate(self) -> None:
             super().validate()
@@ -279,44 +283,62 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             return
         trained_on = None if previous is None else previous.example_hashes_
         examples, held = self._hold_out_for_calibration(examples, trained_on)
+        if held and self._refits(len(examples) + len(held), previous):
+            self._train_calibrated_once(examples, held)
+            return
         self._train_network(examples, previous, options)
-        self._calibrate(examples, held, previous)
+        self._calibrate(examples, held)
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
-                       options: FinetuneOptions | None, epochs: int | None = None) -> None:
+                       options: FinetuneOptions | None, epochs: int | None = None,
+                       late: list[Message] | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
-        NumPy prediction."""
+        prediction. ``late``: held-out examples that join the last epochs, once the calibration
+        is fitted on them (``_train_calibrated_once``)."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
         # that fine-tunes in bfloat16)
         import_tensorflow(onednn=any(e.optimization().bfloat16 for e in self.trainable_encoders))
         from nlu_engine.classifiers.diet.encoders import encoder_slots, ragged_inputs
-        from nlu_engine.classifiers.diet.training import fit
+        from nlu_engine.classifiers.diet.training import LateJoin, fit
 
         self._seed()
-        label_features = self._label_features(examples)
+        every = examples + (late or [])
+        label_features = self._label_features(every)
         slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None)
         spec = self.training_spec(label_features, slots, epochs)
-        hashes = example_hashes(examples, self.label_of)
+        hashes = example_hashes(every, self.label_of)
         resume = None
         if previous is not None:
             stored = StoredModel(previous.vocabularies(), previous.weights_, previous.example_hashes_)
             resume = plan(stored, spec.data, hashes, options or FinetuneOptions())
-        encoded = encoding.encode(examples, spec.data, self.config.featurizers or None, self.label_of, slots)
-        encoded.ragged = ragged_inputs(slots, examples)
-        network, self.history_ = fit(spec, encoded, resume=resume)
+        encoded = encoding.encode(every, spec.data, self.config.featurizers or None, self.label_of, slots)
+        encoded.ragged = ragged_inputs(slots, every)
+        join = None
+        if late:
+            def calibrate_before_joining(network: Any) -> None:
+                self._adopt_network(network, label_features, hashes)
+                self._calibrate(examples, late)
+
+            join = LateJoin(np.arange(len(examples), len(every)), self.config.calibration_join_share,
+                            calibrate_before_joining)
+        network, self.history_ = fit(spec, encoded, resume=resume, late=join)
         del encoded
         gc.collect()  # the optimizer's moments and the compiled steps die with fit: free them first
-        for slot, layer in zip(network.encoder_slots, network.encoder_layers, strict=True):
-            slot.encoder.adopt(layer.tuned_weights())  # the featurizer computes the tuned features now
-        exported = network.export_weights()
+        self._adopt_network(network, label_features, hashes)
         del network
         gc.collect()
+
+    def _adopt_network(self, network: Any, label_features: Any, hashes: np.ndarray) -> None:
+        """Predict with ``network``'s current weights (and its tuned encoders' features)."""
+        for slot, layer in zip(network.encoder_slots, network.encoder_layers, strict=True):
+            slot.encoder.adopt(layer.tuned_weights())  # the featurizer computes the tuned features now
         # rounded as they are stored: predictions stay the same before and after saving
         self.weights_: dict[str, np.ndarray]
         self.quantized_: storage.Quantized
-        self.weights_, self.quantized_ = storage.stored_precision(exported, self.config.sparse_weights_dtype)
+        self.weights_, self.quantized_ = storage.stored_precision(network.export_weights(),
+                                                                  self.config.sparse_weights_dtype)
         self.label_features_ = label_features
         self.example_hashes_: np.ndarray | None = hashes
         self._build_predict()
@@ -336,7 +358,8 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:
-        """Prediction runs in NumPy (``inference.py``): no TensorFlow after training."""
+        """Prediction runs in ``inference.py`` (the transformer under ONNX Runtime): no TensorFlow
+        after training."""
         from nlu_engine.classifiers.diet.inference import DIETInference
 
         self._inference = DIETInference(

@@ -1,20 +1,19 @@
-"""DIET's forward pass and CRF decoding in NumPy: what a trained model needs to answer.
+"""DIET's prediction: its input layers and heads in NumPy, its transformer under ONNX Runtime.
 
 The same network as ``model.py`` without dropout, read top to bottom. It runs on the named
 weights ``DIETNetwork.export_weights`` produces (kernels with their connection masks applied),
 so loading a model and parsing never imports TensorFlow: a server starts fast, stays small,
 and a single message does not pay a graph call's fixed overhead. The weight names are
-``weight_names``'s; the attention is the NumPy one the language model's encoder shares
-(``nlu_engine.nn.attention``).
+``weight_names``'s.
 
     sparse features ─► csr @ kernel (+ bias) ─► [dense features] ─► (unify) ─► [B, T+1, D]
     ─► text_hidden ─► transformer (pre-LN, relative attention) ─► gelu ─► h [B, T+1, U]
     intent: text_embed(h[b, len_b]) · label embeddings [N, E]          -> similarities [B, N]
     tags:   logits [B, T, K] ─► constrained Viterbi + forward-backward -> tags, confidences
 
-Where ``onnxruntime`` is installed, the transformer (the bulk of a message's time) runs as one
-ONNX Runtime call instead (``onnx_graph.py``, the same float32 network built from the same
-weights); the input layers, the heads and the CRF stay here.
+The transformer (the bulk of a message's time) is written once, as an ONNX graph
+(``onnx_graph.py``), and runs as one ONNX Runtime call; the sparse input products (a lookup
+and a sum per position), the small dense heads and the CRF's decoding stay here.
 
 Shapes: B batch, T tokens, D feature width, U transformer units, H heads, d = U / H,
 R max_relative_position, N labels, E embedding dimension, K tags.
@@ -28,8 +27,8 @@ from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.spec import NetworkParams
 from nlu_engine.contract.threads import single_blas_thread
-from nlu_engine.nn.attention import attention, mask_bias, merge_heads, relative_positions, split_qkv
-from nlu_engine.nn.ops import gelu, layer_norm
+from nlu_engine.nn.attention import mask_bias, relative_positions
+from nlu_engine.nn.ops import gelu
 from nlu_engine.training_data.bilou import bilou_constraints
 
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
@@ -164,20 +163,13 @@ class DIETInference:
         if self.num_layers:  # before ONNX Runtime sees them: it only checks shapes as it runs
             rows = self.max_relative + (0 if self.unidirectional else self.max_relative) + 1
             check_transformer(self.w, self.layers, self.num_heads, self.units, rows)
-        self._qkv = {  # per attention layer, the query, key and value kernels side by side [U, 3U]
-            layer.index: np.ascontiguousarray(np.concatenate(
-                [self.w[names.kernel(layer.attention(part))] for part in ("query", "key", "value")],
-                axis=1,
-            ))
-            for layer in self.layers
-            if names.kernel(layer.attention("query")) in self.w
-        }
         self.relative = any(
             layer.key_relative in self.w or layer.value_relative in self.w for layer in self.layers
         )
-        self.onnx = None  # DIET's transformer under ONNX Runtime, where installed (onnx_graph.py)
-        if self.num_layers and onnx_graph.use_onnx():
-            self.onnx = onnx_graph.OnnxTransformer(self.w, self.layers, self.num_heads, self.units)
+        self.onnx = (  # DIET's transformer under ONNX Runtime (onnx_graph.py)
+            onnx_graph.OnnxTransformer(self.w, self.layers, self.num_heads, self.units)
+            if self.num_layers else None
+        )
         self.decoders = {
             kind: CRFDecoder(self.w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
@@ -246,21 +238,6 @@ class DIETInference:
         return x, mask
 
     # --- transformer ----------------------------------------------------------------------
-    def _attention(
-        self, layer: names.TransformerLayer, x: np.ndarray, bias: np.ndarray, index: np.ndarray | None
-    ) -> np.ndarray:
-        """Self-attention x [B, L, U] with ``bias`` [B, 1, L|1, L] (``attention.mask_bias``) and
-        the relative positions ``index`` [L, L] -> [B, L, U]."""
-        qkv = x @ self._qkv[layer.index]  # [B, L, 3U]: query, key and value in one product
-        query, key, value = split_qkv(qkv, self.num_heads)  # [B, H, L, d] each
-        attended = attention(
-            query, key, value, bias,
-            key_relative=self.w.get(layer.key_relative),  # [H, Kr, d]
-            value_relative=self.w.get(layer.value_relative),  # [H, Kr, d]
-            relative_index=index,
-        )  # [B, H, L, d]
-        return self._dense(layer.attention("output"), merge_heads(attended))
-
     def transform(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """x [B, L, D], mask [B, L] -> gelu(transformer(x)) [B, L, U]."""
         if self.num_layers == 0:
@@ -272,25 +249,13 @@ class DIETInference:
         index = (
             relative_positions(length, self.max_relative, self.unidirectional) if self.relative else None
         )  # [L, L]
-        if self.onnx is not None:  # the same network in one ONNX Runtime call (onnx_graph.py)
-            return self.onnx(x, bias, position, index)
-        x = self._dense(names.TRANSFORMER_EMBEDDING, x) * np.float32(self.units**0.5)  # [B, L, U]
-        x = x + position[None]
-        for layer in self.layers:
-            normed = layer_norm(x, self.w[names.gamma(layer.attention_norm)],
-                                self.w[names.beta(layer.attention_norm)])
-            x = x + self._attention(layer, normed, bias, index)
-            normed = layer_norm(x, self.w[names.gamma(layer.ffn_norm)], self.w[names.beta(layer.ffn_norm)])
-            hidden = self._dense(layer.ffn_in, normed, activation=True)  # [B, L, 4U]
-            x = x + self._dense(layer.ffn_out, hidden)
-        norm = names.TRANSFORMER_OUTPUT_NORM
-        x = layer_norm(x, self.w[names.gamma(norm)], self.w[names.beta(norm)])
-        return gelu(x)
+        assert self.onnx is not None  # built with the layers
+        return self.onnx(x, bias, position, index)
 
     def probe(self, seq_vocab: int, sent_vocab: int, dense_seq: int, dense_sent: int) -> None:
-        """One message of one token through the network in NumPy, never ONNX Runtime (a model
-        loading checks its weights so): ValueError, IndexError or KeyError when the weights do
-        not fit together or the vocabularies and dense widths."""
+        """One message of one token through the network (a model loading checks its weights so):
+        ValueError, IndexError or KeyError when the weights do not fit together or the
+        vocabularies and dense widths."""
         batch: dict[str, np.ndarray] = {"shape": np.array([1, 1], np.int32), "lengths": np.ones(1, np.int32)}
         for kind, vocab in (("seq", seq_vocab), ("sent", sent_vocab)):
             ids = np.array([vocab - 1] if vocab > 0 else [], np.int64)  # the last row of the table
@@ -300,11 +265,12 @@ class DIETInference:
             batch["dense_seq"] = np.zeros((1, 1, dense_seq), np.float32)
         if dense_sent:
             batch["dense_sent"] = np.zeros((1, dense_sent), np.float32)
-        onnx, self.onnx = self.onnx, None
         try:
             self._predict_batch(batch)
-        finally:
-            self.onnx = onnx
+        except (KeyError, ValueError, IndexError):
+            raise
+        except Exception as error:  # ONNX Runtime's own error types, on an input width that does not fit
+            raise ValueError(" ".join(str(error).split())[:300]) from None
 
     # --- heads ----------------------------------------------------------------------------
     def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -38,18 +38,19 @@ class SparseEmbeddingBag(keras.layers.Layer):
     sum over entries at p of values * kernel[ids] + bias. Sparse input dropout drops
     individual non-zero entries while training. The L2 penalty covers only the rows a
     batch touches (``row_penalty``), so the gradient stays sparse (see ``optimizer.py``), or,
-    with ``all_rows``, the whole table as Rasa's dense layer does: every row decays every step,
+    with ``all_rows``, the whole table as a dense layer's L2 would: every row decays every step,
     so under Adam a rare n-gram's row shrinks between its occurrences. That penalty's gradient
-    is added by the optimizer (``table_l2``), once per step.
+    is added by the optimizer (``table_l2``), once per step. With ``rasa`` the trainer adds it
+    by Rasa's rule (``masked_l2``, ``steps.py``).
     """
 
     def __init__(
-        self, vocab: int, units: int, reg_lambda: float, drop_rate: float, all_rows: bool = False,
+        self, vocab: int, units: int, reg_lambda: float, drop_rate: float, mode: str = "touched_rows",
         **kwargs: Any,
     ):
         super().__init__(dtype="float32", **kwargs)  # sums of many rows: always float32
         self.vocab, self.units, self.drop_rate = vocab, units, drop_rate
-        self.reg_lambda, self.all_rows = reg_lambda, all_rows
+        self.reg_lambda, self.all_rows, self.rasa = reg_lambda, mode == "all_rows", mode == "rasa"
         self.kernel = self.add_weight(
             name="kernel", shape=(max(vocab, 1), units), initializer="glorot_uniform"
         )
@@ -65,8 +66,8 @@ class SparseEmbeddingBag(keras.layers.Layer):
         return summed + self.bias
 
     def row_penalty(self, ids):
-        """L2 of the kernel rows ``ids`` touch (scalar); 0 with ``all_rows``."""
-        if self.reg_lambda <= 0 or self.all_rows:
+        """L2 of the kernel rows ``ids`` touch (scalar); 0 with ``all_rows`` or ``rasa``."""
+        if self.reg_lambda <= 0 or self.all_rows or self.rasa:
             # all_rows: the optimizer adds the whole table's L2 gradient once per step
             # (``LazyAdam(l2=...)``), so the tape's gradient stays row-sparse
             return tf.constant(0.0)
@@ -76,6 +77,10 @@ class SparseEmbeddingBag(keras.layers.Layer):
     def table_l2(self) -> float:
         """The L2 constant the optimizer applies to every row (``all_rows``), else 0."""
         return self.reg_lambda if self.all_rows else 0.0
+
+    def masked_l2(self) -> float:
+        """The L2 constant the trainer applies by Rasa's rule (``rasa``), else 0."""
+        return self.reg_lambda if self.rasa else 0.0
 
     def table_penalty(self):
         """L2 of the whole table with ``all_rows`` (for the reported loss), else 0 (scalar)."""
@@ -117,13 +122,9 @@ class DIETNetwork(keras.Model):
         self.bag_output_drop = Dropout(
             drop if p.use_dense_input_dropout else 0.0, name="bag_output_dropout"
         )
-        all_rows = p.sparse_regularization == "all_rows"
-        self.seq_bag = SparseEmbeddingBag(
-            data.seq_vocab, width, reg, sparse_drop, all_rows, name="seq_bag"
-        )
-        self.sent_bag = SparseEmbeddingBag(
-            data.sent_vocab, width, reg, sparse_drop, all_rows, name="sent_bag"
-        )
+        mode = p.sparse_regularization
+        self.seq_bag = SparseEmbeddingBag(data.seq_vocab, width, reg, sparse_drop, mode, name="seq_bag")
+        self.sent_bag = SparseEmbeddingBag(data.sent_vocab, width, reg, sparse_drop, mode, name="sent_bag")
         seq_width = (width if data.seq_vocab else 0) + data.dense_seq_dim
         sent_width = (width if data.sent_vocab else 0) + data.dense_sent_dim
         self.unify = seq_width != sent_width and sent_width > 0
@@ -298,6 +299,11 @@ class DIETNetwork(keras.Model):
         """(kernel, L2 constant) of the input tables the optimizer decays whole (``all_rows``)."""
         return [(bag.kernel, bag.table_l2()) for bag in (self.seq_bag, self.sent_bag)
                 if bag.table_l2() > 0]
+
+    def masked_tables(self) -> dict[int, tuple[Any, float]]:
+        """id(kernel) -> (kernel, L2 constant) of the input tables regularized by Rasa's rule."""
+        return {id(bag.kernel): (bag.kernel, bag.masked_l2()) for bag in (self.seq_bag, self.sent_bag)
+                if bag.masked_l2() > 0}
 
     def table_penalty(self):
         """The whole-table L2 the optimizer applies (scalar; 0 unless ``all_rows``)."""

@@ -49,7 +49,7 @@ class NetworkParams:
     regularization_constant: float
     use_sparse_input_dropout: bool
     use_dense_input_dropout: bool
-    sparse_regularization: Literal["all_rows", "touched_rows"]
+    sparse_regularization: Literal["all_rows", "touched_rows", "rasa"]
     # transformer
     number_of_transformer_layers: int
     transformer_size: int

@@ -8,6 +8,10 @@ which lowers peak memory for large batches.
 The whole-table L2 of the sparse input tables (``sparse_regularization: all_rows``) is
 differentiated by the optimizer, once per step (``optimizer.LazyAdam``), and added to the
 reported loss once per epoch, since it is a pass over both tables.
+
+With ``sparse_regularization: rasa`` every weight's L2 gradient is added as Rasa's trainer adds
+it: only where the loss's own gradient is positive (``rasa_rule``); a table's rows that the
+batch does not touch get none.
 """
 
 from __future__ import annotations
@@ -33,6 +37,23 @@ def _add_gradients(a: Any, b: Any) -> Any:
             tf.concat([a.values, b.values], 0), tf.concat([a.indices, b.indices], 0), a.dense_shape
         )
     return tf.convert_to_tensor(a) + tf.convert_to_tensor(b)
+
+
+def rasa_rule(prediction: Any, penalty: Any, variable: Any, table_l2: float, weight: Any = 1.0) -> Any:
+    """The gradient Rasa applies: the loss's, plus the L2's where the loss's is positive
+    (``table_l2``: a sparse table's constant, whose L2 gradient ``2 * l2 * W`` is formed here,
+    times the batch part's ``weight``).
+    A table's gradient is made dense, as Rasa's dense layer over sparse inputs has it, so Adam's
+    moments carry every row along every step (not only the rows the batch touched)."""
+    if prediction is None:
+        return None
+    if isinstance(prediction, tf.IndexedSlices):
+        prediction = tf.math.unsorted_segment_sum(prediction.values, prediction.indices,
+                                                  tf.shape(variable)[0])  # [V, D]
+        penalty = (2.0 * table_l2 * weight) * variable if table_l2 > 0 else None
+    if penalty is None:
+        return prediction
+    return prediction + tf.where(prediction > 0, tf.convert_to_tensor(penalty), 0.0)
 
 
 class DIETTrainer:
@@ -73,13 +94,25 @@ class DIETTrainer:
 
     def _gradients(self, batch: dict[str, tf.Tensor], weight: tf.Tensor) -> tuple[list, dict]:
         """Gradients of the batch's loss times ``weight``, and the batch's metrics."""
-        with tf.GradientTape() as tape:
+        tables = self.network.masked_tables()
+        with tf.GradientTape(persistent=bool(tables)) as tape:
             out = self.network.losses_and_metrics(batch, training=True)
             regularization = tf.add_n(self.network.losses) if self.network.losses else 0.0
             total = out["loss"] + regularization
             weighted = total * weight  # recorded on the tape, so it is differentiated
+            if tables:
+                prediction_part, penalty_part = out["loss"] * weight, regularization * weight
         out["t_loss"] = total
-        return tape.gradient(weighted, self.variables), out
+        if not tables:
+            return tape.gradient(weighted, self.variables), out
+        prediction = tape.gradient(prediction_part, self.variables)
+        penalty = tape.gradient(penalty_part, self.variables) if self.network.losses else [None] * len(
+            self.variables)
+        del tape
+        return [
+            rasa_rule(p, r, v, tables.get(id(v), (None, 0.0))[1], weight)
+            for p, r, v in zip(prediction, penalty, self.variables, strict=True)
+        ], out
 
     def _whole_step(self, batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
         gradients, out = self._gradients(batch, tf.constant(1.0))

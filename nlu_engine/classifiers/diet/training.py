@@ -13,7 +13,8 @@ layers train with their own learning rates (``encoder_rates``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -278,12 +279,29 @@ def diet_callbacks(
     return parts
 
 
+@dataclass(frozen=True)
+class LateJoin:
+    """Examples that join training late: ``index`` (rows of the encoded data) train only in
+    the last ``share`` of the epochs (at least one). Just before they join, ``on_join`` sees the
+    network, which has not seen them yet (the calibration is fitted on its predictions there),
+    so one training gives both a calibration on unseen examples and a network that learned
+    from every example."""
+
+    index: np.ndarray
+    share: float
+    on_join: Callable[[DIETNetwork], None]
+
+    def join_epoch(self, epochs: int) -> int:
+        return max(0, epochs - max(1, round(epochs * self.share)))
+
+
 @large_blocks_on_heap()
 def fit(
     spec: TrainingSpec,
     encoded: EncodedData,
     callbacks: Sequence[Callback] = (),
     resume: ResumePlan | None = None,
+    late: LateJoin | None = None,
 ) -> tuple[DIETNetwork, dict[str, Any]]:
     """Train a new network as ``spec`` describes on ``encoded``; returns it and the per-epoch
     history.
@@ -292,6 +310,8 @@ def fit(
     ``resume``: start from a stored model's weights and train as fine-tuning does
     (``resume.py``: the epochs' share, each epoch's examples, the restarted learning rate).
     ``spec.encoders`` are fine-tuned with it (their inputs in ``encoded.ragged``).
+    ``late``: examples held back until the last epochs (``LateJoin``); not with ``resume`` or a
+    hold-out evaluation.
     """
     options = spec.training
     if options.tensorboard_log_directory:
@@ -299,6 +319,8 @@ def fit(
     rng = np.random.default_rng(options.random_seed)  # hold-out split, then each epoch's batches
     holdout = _holdout(encoded.label_ids, options.evaluate_on_number_of_examples, rng)
     evaluation = None
+    if late is not None and (resume is not None or len(holdout)):
+        raise ValueError("fit: late-joining examples go with neither resume nor a hold-out evaluation")
     if len(holdout):
         keep = np.setdiff1d(np.arange(len(encoded)), holdout)
         evaluation = _subset(encoded, holdout)
@@ -321,11 +343,22 @@ def fit(
     )
     parts = [*diet_callbacks(network, trainer, encoded, evaluation), *callbacks]
 
+    joined = late is None
+    early = None if late is None else np.setdiff1d(np.arange(len(encoded)), late.index)
+
     def batches(epoch: int) -> list[np.ndarray]:
+        nonlocal joined
         pool = None if resume is None else resume.epoch_pool(rng)
+        if not joined and epoch >= late.join_epoch(epochs):
+            late.on_join(network)
+            joined = True
+        if not joined:
+            pool = early
         return epoch_batches(spec, encoded, epoch, epochs, rng, pool)
 
     state = train_epochs(trainer, batches, epochs, parts)
+    if not joined:  # stopped before the late examples joined: the calibration still needs them
+        late.on_join(network)
     if resume is not None:
         state.history["finetune"] = {
             "epochs": epochs, "examples_per_epoch": per_epoch,

@@ -1,7 +1,6 @@
-"""A small, frozen BERT encoder (NumPy; TensorFlow for bfloat16) reading ``safetensors`` weights.
+"""A BERT encoder's weights (``safetensors``), its config and its WordPiece tokenizer.
 
-Only inference: no dropout, no pooler, no training. It reads a model directory laid out as
-Hugging Face writes it::
+It reads a model directory laid out as Hugging Face writes it::
 
     config.json          BertConfig (hidden_size, num_hidden_layers, ...; model_type "bert")
     model.safetensors    the weights (names as in ``BertModel``, with or without a ``bert.`` prefix)
@@ -18,17 +17,8 @@ The network, read top to bottom (B = batch, T = sub-tokens, H = hidden size, h =
         x = LN(x + act(x @ W_i + b_i) @ W_out + b_out)           (B, T, H); W_i: (H, I)
     return x                                                     last hidden state
 
-In NumPy the attention (split, softmax, merge) is ``nlu_engine.nn.attention``, the one DIET's
-inference uses too.
-
-``precision="float32"`` (the default) runs in NumPy, so parsing never imports TensorFlow; a
-training may ask for TensorFlow's float32 graph (``tensorflow=True``), which is faster on large
-batches once TensorFlow is loaded anyway. The kernels are kept as the checkpoint stores them,
-(out, in): one message's few rows go through ``W x^T``, which OpenBLAS runs faster than ``x W^T``
-when x has few rows, and batches through ``x W^T``. ``precision="bfloat16"`` rounds the inputs
-and kernels of the dense layers to bfloat16 (the products are accumulated in float32;
-embeddings, attention scores, softmax and LayerNorm stay float32) and runs in one TensorFlow
-``tf.function`` with a ``[None, None]`` input signature, so batches of any shape reuse one graph.
+It parses only as an ONNX graph (``bert_onnx.py``), in the model's runtime; it fine-tunes in
+Keras (``bert_trainable.py``). The kernels are kept as the checkpoint stores them, (out, in).
 """
 
 from __future__ import annotations
@@ -42,9 +32,6 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.contract.threads import single_blas_thread
-from nlu_engine.nn.attention import attention, mask_bias, merge_heads, split_qkv
-from nlu_engine.nn.ops import gelu, layer_norm
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -53,14 +40,6 @@ VOCAB_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 _ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu")
-#: "bfloat16" runs the dense layers' matrix products in bfloat16 (float32 everywhere else):
-#: several times faster on CPUs with AMX-BF16 or AVX512-BF16, and much slower on others.
-PRECISIONS = ("float32", "bfloat16")
-#: inputs up to this many sub-tokens (a message or a few) run on one BLAS thread (``threads``);
-#: larger batches use the threads the process has
-SINGLE_THREAD_MAX_SUBTOKENS = 128
-#: products with up to this many rows (sub-tokens) run as ``W x^T``, larger ones as ``x W^T``
-FEW_ROWS = 64
 
 
 @dataclass(frozen=True)
@@ -210,38 +189,13 @@ def layer_shapes(config: BertConfig, layer: int) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-# --- the encoder --------------------------------------------------------------------------------
-def _np_activation(x: np.ndarray, kind: str) -> np.ndarray:
-    if kind == "relu":
-        return np.maximum(x, 0)
-    if kind == "gelu":  # exact, erf-based
-        return gelu(x)
-    inner = np.float32(np.sqrt(2.0 / np.pi)) * (x + np.float32(0.044715) * x**3)
-    return 0.5 * x * (1.0 + np.tanh(inner))  # the tanh approximation
-
-
-def _dense(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    """x (N, in) @ kernel (out, in)^T + bias -> (N, out), C-contiguous."""
-    if x.shape[0] <= FEW_ROWS:
-        return np.add((kernel @ x.T).T, bias, order="C")
-    return x @ kernel.T + bias
-
-
+# --- the encoder ---------------------------------------------------------------------------------
 class BertEncoder:
-    """Frozen BERT: ``(ids, mask) -> last hidden states`` (see the module doc).
+    """A BERT encoder's weights, checked against its config (the module doc): what
+    ``bert_onnx.encoder_graph`` writes its graph from."""
 
-    ``float32`` runs in NumPy: for a single message that is several times faster than a graph
-    call, and a model that is only parsed with never imports TensorFlow, whatever the batch.
-    ``bfloat16`` needs bfloat16 matrix products and runs in TensorFlow.
-    """
-
-    def __init__(
-        self, config: BertConfig, weights: dict[str, np.ndarray], precision: str = "float32"
-    ) -> None:
-        if precision not in PRECISIONS:
-            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    def __init__(self, config: BertConfig, weights: dict[str, np.ndarray]) -> None:
         self.config = config
-        self.precision = precision
         heads = config.num_attention_heads
         if config.hidden_size % heads:
             raise ConfigError(
@@ -283,106 +237,11 @@ class BertEncoder:
                     "ln2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
                 }
             )
-        self._tf_calls: dict[int, Any] = {}  # number of layers run -> compiled forward pass
 
     @classmethod
-    def from_directory(cls, directory: Path, precision: str = "float32") -> BertEncoder:
+    def from_directory(cls, directory: Path) -> BertEncoder:
         config = BertConfig.from_file(directory / CONFIG_FILE)
-        return cls(config, load_weights(directory / WEIGHTS_FILE, config), precision)
-
-    def __call__(
-        self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None, tensorflow: bool = False
-    ) -> np.ndarray:
-        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H): the last hidden states, or with
-        ``stop`` the hidden states after the first ``stop`` layers (0: the embeddings' output),
-        the input a fine-tuned top of the encoder starts from. ``tensorflow`` runs float32 in
-        TensorFlow (training only: parsing stays in NumPy)."""
-        stop = len(self.layers) if stop is None else stop
-        if self.precision == "float32" and not tensorflow:
-            if ids.size <= SINGLE_THREAD_MAX_SUBTOKENS:
-                with single_blas_thread():
-                    return self._numpy_forward(ids, mask, stop)
-            return self._numpy_forward(ids, mask, stop)
-        if stop not in self._tf_calls:
-            self._tf_calls[stop] = self._build_tf(stop)
-        return self._tf_calls[stop](ids.astype(np.int32), mask.astype(np.int32)).numpy()  # type: ignore[no-any-return]
-
-    # --- NumPy (float32) ----------------------------------------------------------------------
-    def embed(self, ids: np.ndarray) -> np.ndarray:
-        """int (B, T) -> float32 (B, T, H): the embeddings' output, the first layer's input."""
-        length = ids.shape[1]
-        x = self.word[ids] + self.position[None, :length] + self.token_type[None, None, 0]
-        return layer_norm(x, *self.emb_ln, self.config.layer_norm_eps).astype(np.float32, copy=False)
-
-    def _numpy_forward(self, ids: np.ndarray, mask: np.ndarray, stop: int) -> np.ndarray:
-        cfg = self.config
-        eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
-        batch, length = ids.shape
-        x = self.embed(ids).reshape(-1, hidden)  # (B*T, H)
-        bias = mask_bias(mask)  # (B, 1, 1, T)
-        for layer in self.layers[:stop]:
-            qkv = _dense(x, layer["qkv_w"], layer["qkv_b"]).reshape(batch, length, 3 * hidden)  # (B, T, 3H)
-            query, key, value = split_qkv(qkv, heads)  # 3 x (B, h, T, d)
-            context = merge_heads(attention(query, key, value, bias)).reshape(-1, hidden)  # (B*T, H)
-            x = layer_norm(x + _dense(context, layer["o_w"], layer["o_b"]), *layer["ln1"], eps)
-            inner = _np_activation(_dense(x, layer["i_w"], layer["i_b"]), cfg.hidden_act)  # (B*T, I)
-            x = layer_norm(x + _dense(inner, layer["out_w"], layer["out_b"]), *layer["ln2"], eps)
-        return x.reshape(batch, length, hidden).astype(np.float32, copy=False)
-
-    # --- TensorFlow (large float32 batches; bfloat16 matrix products) ---------------------------
-    def _build_tf(self, stop: int) -> Any:
-        from nlu_engine.nn.tensorflow_runtime import import_tensorflow
-
-        tf = import_tensorflow()
-
-        matmul_dtype = tf.bfloat16 if self.precision == "bfloat16" else tf.float32
-
-        def kernel(array: np.ndarray) -> Any:
-            return tf.constant(tf.cast(array, matmul_dtype))
-
-        layers = [
-            {**layer, **{name: kernel(layer[name]) for name in ("qkv_w", "o_w", "i_w", "out_w")}}
-            for layer in self.layers[:stop]
-        ]
-        word, position = tf.constant(self.word), tf.constant(self.position)
-        token_type, emb_ln = tf.constant(self.token_type[0]), tuple(map(tf.constant, self.emb_ln))
-        cfg = self.config
-        eps, heads, hidden = cfg.layer_norm_eps, cfg.num_attention_heads, cfg.hidden_size
-        head_dim = hidden // heads
-
-        def layer_norm(x: Any, params: tuple[Any, Any]) -> Any:
-            mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
-            return (x - mean) * tf.math.rsqrt(var + eps) * params[0] + params[1]
-
-        def dense(x: Any, w: Any, b: Any) -> Any:  # product in the kernel's dtype, float32 result
-            return tf.cast(tf.matmul(tf.cast(x, w.dtype), w, transpose_b=True), tf.float32) + b
-
-        def act(x: Any) -> Any:
-            if cfg.hidden_act == "relu":
-                return tf.nn.relu(x)
-            return tf.nn.gelu(x, approximate=cfg.hidden_act != "gelu")
-
-        def forward(ids: Any, mask: Any) -> Any:
-            batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
-            x = tf.gather(word, ids) + position[tf.newaxis, :length] + token_type  # (B, T, H)
-            x = tf.reshape(layer_norm(x, emb_ln), [-1, hidden])  # (B*T, H)
-            bias = (1.0 - tf.cast(mask, tf.float32))[:, tf.newaxis, tf.newaxis, :] * -1e9
-
-            def split_heads(t: Any) -> Any:  # (B*T, H) -> (B, h, T, d)
-                return tf.transpose(tf.reshape(t, [batch, length, heads, head_dim]), [0, 2, 1, 3])
-
-            for layer in layers:
-                q, k, v = tf.split(dense(x, layer["qkv_w"], layer["qkv_b"]), 3, axis=-1)
-                scores = tf.matmul(split_heads(q), split_heads(k), transpose_b=True) / np.sqrt(head_dim)
-                context = tf.matmul(tf.nn.softmax(scores + bias, axis=-1), split_heads(v))
-                context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, hidden])
-                x = layer_norm(x + dense(context, layer["o_w"], layer["o_b"]), layer["ln1"])
-                inner = act(dense(x, layer["i_w"], layer["i_b"]))  # (B*T, I)
-                x = layer_norm(x + dense(inner, layer["out_w"], layer["out_b"]), layer["ln2"])
-            return tf.reshape(x, [batch, length, hidden])
-
-        signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)]
-        return tf.function(forward, input_signature=signature, reduce_retracing=True)
+        return cls(config, load_weights(directory / WEIGHTS_FILE, config))
 
 
 # --- WordPiece ------------------------------------------------------------------------------------

@@ -1,161 +1,113 @@
-"""The BERT encoder as an ONNX graph, run by ONNX Runtime: in float32 by default, in int8 on request.
+"""The BERT encoder's parse graph, run by ONNX Runtime in the model's runtime.
 
 ``BertEncoder`` (``bert.py``) holds the weights (pretrained, with a fine-tuning's tuned layers
-merged in); ``encoder_graph`` writes the same network as an ONNX graph with ONNX Runtime's
-fused transformer operators, built from those arrays with the ``onnx`` package's helpers (no
-export, no download)::
+merged in); ``encoder_graph`` writes the network once, with ``nn.onnx_builder`` and ONNX
+Runtime's fused transformer operators (no export, no download)::
 
     ids, mask (B, T) int32
     x = LayerNormalization(word[ids] + position[0:T] + token_type[0])     (B, T, H)
-    for each layer:
+    for each layer (the first ``layers`` of them):
         a = Attention(x, W_qkv (H, 3H), b_qkv, mask)                          com.microsoft, fused
         x = SkipLayerNormalization(a @ W_o, x, gamma, beta, b_o)              LN(x + a W_o + b_o)
-        i = BiasGelu(x @ W_i, b_i)                                            (B, T, I), erf gelu
+        i = act(x @ W_i + b_i)                                                (B, T, I)
         x = SkipLayerNormalization(i @ W_out, x, gamma, beta, b_out)
     states = x                                                                (B, T, H) float32
 
-``quantized_graph`` applies ONNX Runtime's dynamic quantisation to it: the weights of the
-``Attention`` projections, ``W_o`` and ``W_i`` become int8 (per output channel), the activations
-are quantised to uint8 on the fly per call, and those products run as int8 (VNNI) with float32
-results; ``W_out`` (after gelu), embeddings, softmax and LayerNorm stay float32. The graph
-lives only in memory, built when a model loads: the archive keeps the weights as they were
-(``.npz``), so an archive from before this module parses as it did.
+``act`` is BiasGelu (erf gelu), FastGelu (the tanh approximation: ``gelu_new``,
+``gelu_pytorch_tanh``) or Relu, as the model's ``hidden_act`` says. The model's runtime
+(``nn.onnx_runtime``) chooses the graph:
 
-``choose_runtime`` decides once per process (``NLU_ENGINE_ENCODER`` overrides it):
-
-* ``onnx`` (the default where ``onnxruntime`` and ``onnx`` are installed): the float32 graph,
-  the NumPy encoder's features within float32 rounding and the same predictions, about twice
-  as fast;
-* ``float32`` (the default without them): the NumPy encoder, unchanged;
-* ``int8``: the quantised graph, on request only. It is faster again on CPUs with int8 dot
-  products (AVX-512 VNNI, AVX-VNNI, AMX), and kept SNIPS's scores to the hundredth, but on
+* ``float32``: the graph as written; TensorFlow's states within float32 rounding;
+* ``bfloat16``: the four products read bfloat16-rounded inputs and kernels (``precision:
+  bfloat16``), as TensorFlow's bfloat16 layers computed them; everything else float32;
+* ``int8``: ``quantized_graph``, ONNX Runtime's dynamic quantisation: the weights of the
+  ``Attention`` projections, ``W_o`` and ``W_i`` become int8 (per output channel), the
+  activations are quantised to uint8 per call; ``W_out`` (after gelu), embeddings, softmax and
+  LayerNorm stay float32. Fast on CPUs with int8 dot products (``nn.cpu``); on
   NLU-Evaluation-Data's folds a fine-tuned model's scores moved by up to 0.7 points against
-  float32 (BENCHMARKS.md), outside the 0.1 the compressed path must hold.
+  float32 (BENCHMARKS.md).
+
+The graph lives only in memory, built when a model loads: the archive keeps the weights as they
+were (``.npz``, ``safetensors``). Training runs the frozen layers below the tuned ones through
+the float32 graph too (``frozen_encoder``).
 """
 
 from __future__ import annotations
 
 import logging
 import weakref
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nlu_engine.contract.errors import ConfigError
-from nlu_engine.nn.onnx_runtime import (
-    MS_DOMAIN,
-    forced_runtime,
-    model_of,
-    onnx_runtime_available,
-    process_threads,
-    session,
-)
+from nlu_engine.nn.onnx_builder import FLOAT, INT32, GraphBuilder
+from nlu_engine.nn.onnx_runtime import Runtime, Sessions
 
 if TYPE_CHECKING:
     from nlu_engine.featurizers.dense.bert import BertEncoder
 
 logger = logging.getLogger(__name__)
 
-Runtime = Literal["float32", "onnx", "int8"]
-RUNTIMES: tuple[Runtime, ...] = ("float32", "onnx", "int8")
-#: the environment variable that overrides the automatic choice (``float32``, ``onnx`` or ``int8``)
-RUNTIME_VARIABLE = "NLU_ENGINE_ENCODER"
-#: /proc/cpuinfo flags of an int8 dot product instruction ONNX Runtime's kernels use
-INT8_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
-#: /proc/cpuinfo flags of bfloat16 matrix instructions (fine-tuning's products, ``training_precision``)
-BFLOAT16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})
 #: inputs up to this many sub-tokens run on a one-thread session, larger ones on all threads
 SINGLE_THREAD_MAX_SUBTOKENS = 128
-#: the product left in float32: the feed-forward output, whose input (after gelu) has the outliers
-#: per-tensor int8 rounds worst; quantised too, SNIPS's exact-span entity F1 fell 0.22 (BENCHMARKS.md)
+#: the product left in float32 by int8: the feed-forward output, whose input (after gelu) has the
+#: outliers per-tensor int8 rounds worst; quantised too, SNIPS's exact-span entity F1 fell 0.22
 FLOAT32_PRODUCT = "_out"
 
 
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
-    """The first processor's feature flags (empty where /proc/cpuinfo is missing)."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        name, _, value = line.partition(":")
-        if name.strip() in ("flags", "Features"):
-            return frozenset(value.split())
-    return frozenset()
-
-
-def has_bfloat16() -> bool:
-    """Whether the CPU has bfloat16 matrix instructions oneDNN uses (AVX-512 BF16, AMX)."""
-    return bool(cpu_flags() & BFLOAT16_FLAGS)
-
-
-@cache
-def choose_runtime() -> Runtime:
-    """The encoder's parse runtime in this process (see the module doc)."""
-    installed = onnx_runtime_available()
-    forced = forced_runtime(RUNTIME_VARIABLE, RUNTIMES, needing_onnx=("onnx", "int8"), installed=installed)
-    if forced == "int8" and not cpu_flags() & INT8_FLAGS:
-        logger.warning("%s=int8: this CPU has no int8 dot products (AVX-512 VNNI, AVX-VNNI, AMX); "
-                       "int8 runs, but slower than float32", RUNTIME_VARIABLE)
-    if forced:
-        return forced  # type: ignore[return-value]
-    return "onnx" if installed else "float32"
-
-
 # --- the graph ----------------------------------------------------------------------------------
-def encoder_graph(encoder: BertEncoder) -> Any:
-    """The encoder layers' float32 ONNX graph (an ``onnx.ModelProto``; see the module doc)."""
-    from onnx import TensorProto, helper, numpy_helper
+def _embeddings(g: GraphBuilder, encoder: BertEncoder) -> str:
+    """LN(word[ids] + position[0:T] + token_type[0]) (B, T, H)."""
+    word = g.op("Gather", [g.const("word", encoder.word), "ids"], "word_vectors")
+    length = g.op("Slice", [g.op("Shape", ["ids"], "ids_shape"), g.const("one", np.array([1]), np.int64),
+                            g.const("two", np.array([2]), np.int64)], "length")
+    position = g.op("Slice", [g.const("position", encoder.position), g.const("zero", np.array([0]), np.int64),
+                              length], "position_vectors")  # (T, H)
+    summed = g.op("Add", [g.op("Add", [word, position], "word_position"),
+                          g.const("token_type", encoder.token_type[0])], "summed")
+    return g.layer_norm(summed, "embeddings", *encoder.emb_ln, float(encoder.config.layer_norm_eps),
+                        "embedded")
 
-    cfg = encoder.config
-    if cfg.hidden_act != "gelu":
-        raise ConfigError(f"the ONNX encoder runs hidden_act gelu only, not {cfg.hidden_act}")
-    inits: list[Any] = []
-    nodes: list[Any] = []
 
-    def const(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array, np.float32), name))
-        return name
+def _activation(g: GraphBuilder, kind: str, product: str, bias: str, out: str) -> str:
+    if kind == "gelu":
+        return g.ms("BiasGelu", [product, bias], out)
+    if kind in ("gelu_new", "gelu_pytorch_tanh"):
+        return g.ms("FastGelu", [product, bias], out)
+    return g.op("Relu", [g.op("Add", [product, bias], out + "_in")], out)
 
-    def node(op: str, inputs: list[str], output: str, **attrs: Any) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], name=output, domain=MS_DOMAIN, **attrs))
-        return output
 
+def _layer(g: GraphBuilder, encoder: BertEncoder, index: int, x: str, out: str) -> str:
+    cfg, layer, p = encoder.config, encoder.layers[index], f"l{index}_"
     eps = float(cfg.layer_norm_eps)
 
-    def add_layer(p: str, layer: dict[str, Any], x: str, out: str) -> str:
-        def w(key: str, transpose: bool = False) -> str:
-            return const(p + key, layer[key].T if transpose else layer[key])
+    def skip_norm(a: str, skip: str, norm: str, bias: str, out: str) -> str:
+        gamma, beta = g.const(p + norm + "_g", layer[norm][0]), g.const(p + norm + "_b", layer[norm][1])
+        return g.ms("SkipLayerNormalization", [a, skip, gamma, beta, g.const(p + bias, layer[bias])], out,
+                    epsilon=eps)
 
-        def matmul(a: str, key: str) -> str:
-            out = p + key.removesuffix("_w")  # "l0_o_w" names the kernel, "l0_o" the product
-            nodes.append(helper.make_node("MatMul", [a, w(key, True)], [out], name=out))
-            return out
+    # kernels are stored (out, in) as the checkpoint has them; the graph multiplies x @ W^T
+    a = g.ms("Attention", [g.product_input(x), g.kernel(p + "qkv_w", layer["qkv_w"].T),
+                           g.const(p + "qkv_b", layer["qkv_b"]), "mask"], p + "attention",
+             num_heads=cfg.num_attention_heads)
+    x = skip_norm(g.matmul(a, p + "o_w", layer["o_w"].T, p + "o"), x, "ln1", "o_b", p + "x1")
+    inner = _activation(g, cfg.hidden_act, g.matmul(x, p + "i_w", layer["i_w"].T, p + "i"),
+                        g.const(p + "i_b", layer["i_b"]), p + "act")
+    return skip_norm(g.matmul(inner, p + "out_w", layer["out_w"].T, p + "out"), x, "ln2", "out_b", out)
 
-        def skip_norm(a: str, skip: str, norm: str, bias: str, out: str) -> str:
-            gamma, beta = const(p + norm + "_g", layer[norm][0]), const(p + norm + "_b", layer[norm][1])
-            return node("SkipLayerNormalization", [a, skip, gamma, beta, w(bias)], out, epsilon=eps)
 
-        a = node("Attention", [x, w("qkv_w", True), w("qkv_b"), "mask"], p + "attention",
-                 num_heads=cfg.num_attention_heads)
-        x = skip_norm(matmul(a, "o_w"), x, "ln1", "o_b", p + "x1")
-        inner = node("BiasGelu", [matmul(x, "i_w"), w("i_b")], p + "gelu")
-        return skip_norm(matmul(inner, "out_w"), x, "ln2", "out_b", out)
-
-    x, last = "embedded", len(encoder.layers) - 1
-    for i, layer in enumerate(encoder.layers):
-        x = add_layer(f"l{i}_", layer, x, "states" if i == last else f"x{i + 1}")
-    hidden = cfg.hidden_size
-    graph = helper.make_graph(
-        nodes, "bert_encoder_layers",
-        [helper.make_tensor_value_info("embedded", TensorProto.FLOAT, ["batch", "length", hidden]),
-         helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"])],
-        [helper.make_tensor_value_info("states", TensorProto.FLOAT, ["batch", "length", hidden])],
-        inits,
-    )
-    return model_of(graph)
+def encoder_graph(encoder: BertEncoder, layers: int | None = None, bfloat16: bool = False) -> Any:
+    """The encoder's graph (an ``onnx.ModelProto``; see the module doc) through its first
+    ``layers`` layers (all by default; 0: the embeddings' output)."""
+    g = GraphBuilder("bert_encoder", matmul_dtype="bfloat16" if bfloat16 else "float32")
+    g.input("ids", INT32, ["batch", "length"])
+    g.input("mask", INT32, ["batch", "length"])
+    x = _embeddings(g, encoder)
+    for i in range(len(encoder.layers) if layers is None else layers):
+        x = _layer(g, encoder, i, x, f"x{i + 1}")
+    g.output(x, "states", FLOAT, ["batch", "length", encoder.config.hidden_size])
+    return g.model()
 
 
 def quantized_graph(model: Any) -> Any:
@@ -182,43 +134,38 @@ def quantized_graph(model: Any) -> Any:
 
 
 class OnnxEncoder:
-    """A ``BertEncoder``'s parse path under ONNX Runtime: same call, same features within float32
-    rounding (``quantize``: within quantisation error). The embeddings run in NumPy (a lookup and
-    a LayerNorm), the layers in the graph: one session on one thread for a message or a few, one
-    on the process's threads for larger batches (created on first use)."""
+    """A ``BertEncoder`` under ONNX Runtime: ``(ids, mask) -> states`` in one graph call."""
 
-    def __init__(self, encoder: BertEncoder, quantize: bool = False) -> None:
-        self.encoder = encoder
+    def __init__(self, encoder: BertEncoder, runtime: Runtime = "float32", layers: int | None = None) -> None:
         self.config = encoder.config
-        graph = encoder_graph(encoder)
-        self.graph = quantized_graph(graph) if quantize else graph
-        self._sessions: dict[int, Any] = {1: session(self.graph, 1)}
+        self.runtime = runtime
+        graph = encoder_graph(encoder, layers, bfloat16=runtime == "bfloat16")
+        self.graph = quantized_graph(graph) if runtime == "int8" else graph
+        self._sessions = Sessions(self.graph, SINGLE_THREAD_MAX_SUBTOKENS)
 
-    def __call__(
-        self, ids: np.ndarray, mask: np.ndarray, stop: int | None = None, tensorflow: bool = False
-    ) -> np.ndarray:
-        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H), the last hidden states; anything
-        else the float32 encoder asks for (``stop``, ``tensorflow``) it computes itself."""
-        if (stop is not None and stop != len(self.encoder.layers)) or tensorflow:
-            return self.encoder(ids, mask, stop, tensorflow)
-        threads = 1 if ids.size <= SINGLE_THREAD_MAX_SUBTOKENS else process_threads()
-        if threads not in self._sessions:
-            self._sessions[threads] = session(self.graph, threads)
-        embedded = self.encoder.embed(ids)
-        feeds = {"embedded": embedded, "mask": np.ascontiguousarray(mask, np.int32)}
-        return self._sessions[threads].run(None, feeds)[0]  # type: ignore[no-any-return]
+    def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``ids``, ``mask``: int (B, T) -> float32 (B, T, H), the hidden states."""
+        feeds = {"ids": np.ascontiguousarray(ids, np.int32), "mask": np.ascontiguousarray(mask, np.int32)}
+        return self._sessions.run(feeds, ids.size)  # type: ignore[no-any-return]
 
 
-_COMPILED: weakref.WeakKeyDictionary[BertEncoder, OnnxEncoder] = weakref.WeakKeyDictionary()
+_COMPILED: weakref.WeakKeyDictionary[BertEncoder, dict[tuple[str, int | None], OnnxEncoder]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def parse_encoder(encoder: BertEncoder) -> BertEncoder | OnnxEncoder:
-    """What encodes messages for features: ``encoder`` under ONNX Runtime when ``choose_runtime``
-    says ``onnx`` or ``int8`` (built once per encoder), else ``encoder`` itself. A bfloat16
-    encoder stays as it is."""
-    runtime = choose_runtime()
-    if encoder.precision != "float32" or runtime == "float32":
-        return encoder
-    if encoder not in _COMPILED:
-        _COMPILED[encoder] = OnnxEncoder(encoder, quantize=runtime == "int8")
-    return _COMPILED[encoder]
+def _compiled(encoder: BertEncoder, runtime: Runtime, layers: int | None) -> OnnxEncoder:
+    graphs = _COMPILED.setdefault(encoder, {})
+    if (runtime, layers) not in graphs:
+        graphs[(runtime, layers)] = OnnxEncoder(encoder, runtime, layers)
+    return graphs[(runtime, layers)]
+
+
+def parse_encoder(encoder: BertEncoder, runtime: Runtime) -> OnnxEncoder:
+    """What encodes messages for features in ``runtime`` (built once per encoder and runtime)."""
+    return _compiled(encoder, runtime, None)
+
+
+def frozen_encoder(encoder: BertEncoder, layers: int) -> OnnxEncoder:
+    """The float32 graph of the first ``layers`` layers: the frozen input of a fine-tuning."""
+    return _compiled(encoder, "float32", layers)

@@ -23,12 +23,9 @@ A message longer than the model's limit (``max_sequence_length``, by default the
 sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, counting
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
-Features are computed in batches sorted by length, never with TensorFlow at parse time: in
-float32 under ONNX Runtime where installed, else in NumPy (``bert_onnx``; int8 on request).
-Only a fine-tuning's frozen lower layers (``encode_inputs``), computed while DIET trains, run
-in TensorFlow's graph, which is faster on large batches. ``precision: bfloat16`` runs the dense
-layers' products in bfloat16 (features within 1e-2 of float32): faster on CPUs with
-AMX/AVX512-BF16, slower on others.
+Features are computed in batches sorted by length under ONNX Runtime, in the model's runtime
+(``bert_onnx``: float32, int8 or bfloat16), as are a fine-tuning's frozen lower layers
+(``encode_inputs``). ``precision: bfloat16`` makes bfloat16 the model's default runtime.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's
 config and a SHA-256 of the weights file; loading a model with different weights fails.
@@ -39,7 +36,7 @@ layers (all layers and the embeddings when null) inside its own network, with th
 own learning rate, warm-up and layer-wise decay. The hidden states below those layers never
 change, so they are computed once (``encode_inputs``). The tuned weights come back through
 ``adopt``, rounded to ``weights_dtype``; the archive stores them in ``tuned_encoder.npz`` with
-their SHA-256, and the NumPy forward pass uses them at parse time. An archive whose tuned
+their SHA-256, and the parse graph is built from them. An archive whose tuned
 weights are missing or altered does not load.
 """
 from __future__ import annotations
@@ -73,7 +70,8 @@ from nlu_engine.featurizers.dense.bert import (
     model_files_present,
     weights_checksum,
 )
-from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, parse_encoder
+from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, frozen_encoder, parse_encoder
+from nlu_engine.nn.onnx_runtime import check_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -208,24 +206,23 @@ def sentence_transformers_settings(folder: Path) -> tuple[Pooling | None, bool, 
 class LoadedModel:
     """An encoder, its tokenizer and how to pool, for one weights folder."""
 
-    def __init__(self, folder: Path, precision: str = "float32") -> None:
+    def __init__(self, folder: Path) -> None:
         self.folder = folder
         self.config = BertConfig.from_file(folder / CONFIG_FILE)
         self.checksum = weights_checksum(folder / WEIGHTS_FILE)
-        weights = load_weights(folder / WEIGHTS_FILE, self.config)
-        self.encoder = BertEncoder(self.config, weights, precision)
+        self.encoder = BertEncoder(self.config, load_weights(folder / WEIGHTS_FILE, self.config))
         self.wordpiece = WordPiece(folder)
         self.pooling, self.normalize, self.max_seq_length = sentence_transformers_settings(folder)
 
 
-_LOADED: dict[tuple[str, str, str], LoadedModel] = {}
+_LOADED: dict[tuple[str, str], LoadedModel] = {}
 
 
-def load_model(folder: Path, precision: str = "float32") -> LoadedModel:
-    """The model in ``folder``, loaded once per process (per weights checksum and precision)."""
-    key = (str(folder), weights_checksum(folder / WEIGHTS_FILE), precision)
+def load_model(folder: Path) -> LoadedModel:
+    """The model in ``folder``, loaded once per process (per weights checksum)."""
+    key = (str(folder), weights_checksum(folder / WEIGHTS_FILE))
     if key not in _LOADED:
-        _LOADED[key] = LoadedModel(folder, precision)
+        _LOADED[key] = LoadedModel(folder)
     return _LOADED[key]
 
 
@@ -295,7 +292,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         model: LoadedModel | None = getattr(self, "model_", None)
         if model is None:
             config = self.config
-            model = load_model(resolve_weights(config.model_weights, config.cache_dir), config.precision)
+            model = load_model(resolve_weights(config.model_weights, config.cache_dir))
             self.model_ = model
         return model
 
@@ -303,6 +300,19 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         """The fine-tuned encoder once there is one, else the pretrained (shared) one."""
         tuned: BertEncoder | None = getattr(self, "_tuned", None)
         return tuned if tuned is not None else self._model().encoder
+
+    def default_runtime(self) -> str | None:
+        """bfloat16 for ``precision: bfloat16``: the runtime such a model trained and parsed in."""
+        return "bfloat16" if self.config.precision == "bfloat16" else None
+
+    def use_runtime(self, runtime: str) -> None:
+        """Encode in ``runtime`` from now on; its graph is built now, not at the first parse."""
+        self.runtime_ = check_runtime(runtime)
+        self._parse_encoder()
+
+    def _parse_encoder(self) -> OnnxEncoder:
+        runtime = getattr(self, "runtime_", None) or self.default_runtime() or "float32"
+        return parse_encoder(self._encoder(), check_runtime(runtime))
 
     def sentence_pooling(self) -> Pooling:
         """The sentence feature's pooling: the parameter, else the model's, else [CLS]."""
@@ -367,20 +377,12 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             rows.append(ids)
             spans.append(word_spans)
         if truncated and warn:
-            logger.warning(
-                "LanguageModelFeaturizer: %d message(s) exceed the model's limit of %d sub-tokens "
-                "and were truncated; the words cut off get zero vectors",
-                truncated,
-                limit,
-            )
+            logger.warning("LanguageModelFeaturizer: %d message(s) exceed the model's limit of %d sub-tokens "
+                           "and were truncated; the words cut off get zero vectors", truncated, limit)
         return rows, spans
 
-    def _states(
-        self, encoder: BertEncoder | OnnxEncoder, rows: list[list[int]], stop: int | None = None,
-        tensorflow: bool = False,
-    ) -> Iterator[tuple[int, np.ndarray]]:
-        """(index, hidden states (len, H)) of every row, encoded in batches sorted by length;
-        with ``stop``, the states after that many layers; ``tensorflow`` for training only."""
+    def _states(self, encoder: OnnxEncoder, rows: list[list[int]]) -> Iterator[tuple[int, np.ndarray]]:
+        """(index, hidden states (len, H)) of every row, encoded in batches sorted by length."""
         pad = self._model().wordpiece.pad_id
         order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
         for begin in range(0, len(order), self.config.batch_size):
@@ -391,7 +393,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             for j, i in enumerate(batch):
                 ids[j, : len(rows[i])] = rows[i]
                 mask[j, : len(rows[i])] = 1
-            states = encoder(ids, mask, stop, tensorflow)  # (B, T, H)
+            states = encoder(ids, mask)  # (B, T, H)
             for j, i in enumerate(batch):
                 yield i, states[j, : len(rows[i])]
 
@@ -402,7 +404,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         normalize = self._normalize()
         hidden = self._model().config.hidden_size
         results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
-        for i, state in self._states(parse_encoder(self._encoder()), rows):
+        for i, state in self._states(self._parse_encoder(), rows):
             sequence = np.zeros((len(spans[i]), hidden), dtype=np.float32)
             for w, (s, e) in enumerate(spans[i]):
                 if e > s:
@@ -458,8 +460,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 arrays["ids"] = np.asarray(row, np.int32)
             inputs.append(arrays)
         if first is not None:
-            # DIET trains in TensorFlow, so it is loaded: its graph is faster on these batches
-            for i, state in self._states(self._model().encoder, rows, stop=first, tensorflow=True):
+            for i, state in self._states(frozen_encoder(self._model().encoder, first), rows):
                 inputs[i]["states"] = np.array(state, np.float32)
         return inputs
 
@@ -488,10 +489,10 @@ class LanguageModelFeaturizer(DenseFeaturizer):
     def training_dtype(self) -> str:
         """The dtype of the tuned layers' products: ``training_precision``, with "auto" read from
         the CPU (bfloat16 where it has bfloat16 instructions, else float32)."""
-        from nlu_engine.featurizers.dense.bert_onnx import has_bfloat16
+        from nlu_engine.nn.cpu import detect
 
         wanted = self.config.training_precision
-        return wanted if wanted != "auto" else ("bfloat16" if has_bfloat16() else "float32")
+        return wanted if wanted != "auto" else ("bfloat16" if detect().bf16 else "float32")
 
     def _tuned_shapes(self) -> dict[str, tuple[int, ...]]:
         config = self._model().config
@@ -521,7 +522,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         self.tuned_weights_ = {name: np.asarray(w).astype(dtype) for name, w in weights.items()}
         merged = {**self.pretrained_weights(everything=True),
                   **{name: w.astype(np.float32) for name, w in self.tuned_weights_.items()}}
-        self._tuned = BertEncoder(self._model().config, merged, self.config.precision)
+        self._tuned = BertEncoder(self._model().config, merged)
 
     # persistence ------------------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
@@ -573,7 +574,6 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 component.adopt(_stored_tuned_weights(directory, meta, component._tuned_shapes()))
             except ValueError as error:
                 raise ArchiveError(f"LanguageModelFeaturizer: {error}; retrain the model") from None
-        parse_encoder(component._encoder())  # the ONNX graph, if any, is built now, not at the first parse
         return component
 
 

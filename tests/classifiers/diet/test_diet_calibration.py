@@ -117,13 +117,41 @@ def test_an_out_of_scope_intent_named_but_missing_is_one_error(tmp_path: Path) -
         Pipeline.build(config).train(synthetic(2, 40), log=None)
 
 
-def test_small_data_trains_the_network_again_on_every_example(trained) -> None:
+def test_small_data_trains_the_network_on_every_example(trained) -> None:
     diet = trained[0].components[-1]
     # 200 examples, below calibration_refit_below (2000): the held-out 20 were trained on too
     assert len(diet.example_hashes_) == 200
     notes = diet.calibration_.notes
     assert notes["refit_on_all_examples"] is True and notes["reference_scale"] > 0
-    assert diet.calibration_.examples == 20  # fitted on the held-out share before the refit
+    assert diet.calibration_.examples == 20  # fitted on the held-out share before it joined
+
+
+def test_small_data_trains_once_and_the_held_out_share_joins_late(monkeypatch) -> None:
+    from nlu_engine.classifiers.diet import training
+
+    calls, pools = [], []
+    real_fit, real_batches = training.fit, training.epoch_batches
+
+    def counting_fit(spec, encoded, *args, **kwargs):
+        calls.append((len(encoded), kwargs.get("late")))
+        return real_fit(spec, encoded, *args, **kwargs)
+
+    def recording_batches(spec, data, epoch, epochs, rng, pool=None):
+        pools.append(len(data) if pool is None else len(pool))
+        return real_batches(spec, data, epoch, epochs, rng, pool)
+
+    monkeypatch.setattr(training, "fit", counting_fit)
+    monkeypatch.setattr(training, "epoch_batches", recording_batches)
+    config = load_config(CONFIG, ["DIETClassifier.epochs=8", "DIETClassifier.calibration_join_share=0.25"])
+    pipeline = Pipeline.build(config)
+    pipeline.train(synthetic(3, 40), log=None)
+    diet = pipeline.components[-1]
+    assert len(calls) == 1  # one training, not a second one on everything
+    size, late = calls[0]
+    held = len(late.index)
+    assert size == 200 and held == 20 and late.join_epoch(8) == 6
+    assert pools == [180] * 6 + [200] * 2  # the held-out 20 train in the last quarter of the epochs
+    assert diet.calibration_.examples == 20 and len(diet.example_hashes_) == 200
 
 
 def test_without_the_refit_the_held_out_share_is_never_trained_on() -> None:

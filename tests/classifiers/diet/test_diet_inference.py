@@ -1,4 +1,5 @@
-"""The NumPy forward pass (inference.py) computes what the TensorFlow network computes."""
+"""DIET's parse path (inference.py, its transformer the ONNX graph of onnx_graph.py) computes
+what the TensorFlow network computes, for every network variant."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet import encoding, onnx_graph
+from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from tests.extras import requires_extra
+from nlu_engine.classifiers.diet.onnx_graph import OnnxTransformer
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -33,20 +34,12 @@ VARIANTS: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize(
-    "runtime", ["numpy", pytest.param("onnx", marks=requires_extra("lm", "onnxruntime", "onnx"))]
-)
-@pytest.mark.parametrize(
     "variant", VARIANTS,
     ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only",
          "dense-tokens-only"],
 )
-def test_numpy_forward_matches_tensorflow(
-    featurized, variant: dict[str, Any], runtime: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The transformer in NumPy and under ONNX Runtime (onnx_graph.py) both."""
+def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
     from nlu_engine.classifiers.diet.training import build_network
-
-    monkeypatch.setenv(onnx_graph.RUNTIME_VARIABLE, runtime)
 
     _, data = featurized
     variant = dict(variant)
@@ -74,10 +67,10 @@ def test_numpy_forward_matches_tensorflow(
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
                               component.tag_vocab_, component.config.BILOU_flag)
-    assert (inference.onnx is not None) == (runtime == "onnx" and inference.num_layers > 0)
+    assert isinstance(inference.onnx, OnnxTransformer) == (inference.num_layers > 0)
     got = inference.predict_batch(batch)
 
-    assert set(got) - set(expected) == {"sentence", "text_embed"}  # NumPy's own: the in-scope vectors
+    assert set(got) - set(expected) == {"sentence", "text_embed"}  # its own: the in-scope vectors
     assert "intent_sims" in got and "tags_role" in got
     np.testing.assert_allclose(got["intent_sims"], expected["intent_sims"], rtol=1e-3, atol=1e-3)
     for kind in component.tag_vocab_:

@@ -1,0 +1,76 @@
+"""Where a parse's time goes: each pipeline component's share of one message, and of a batch.
+
+    .venv/bin/python -m benchmarks.perf.parse_shares -m MODEL.tar.gz --data TEST.md [--runs 3]
+
+Loads a kept archive and parses the first 300 test messages one at a time, as
+``benchmarks.perf.parse_latency`` does, timing each component's ``process`` on its own; then the
+whole test set in one batch the same way. Prints, per component, the median over the runs of its
+p50 ms for one message and its ms per message in the batch, in wall time and in the process's CPU
+time (which a machine shared with other work inflates less), and the whole parse's for reference
+(the pipeline's ``process``, without building the result dicts; the components' p50s need
+not add up to the whole's p50, their means would).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from collections import defaultdict
+
+from nlu_engine.assembly.model import Model
+from nlu_engine.contract.message import Message
+from nlu_engine.training_data import load_data
+
+
+def timed_parse(model: Model, texts: list[str], wall: dict[str, list[float]],
+                cpu: dict[str, list[float]]) -> None:
+    """Run the pipeline on ``texts`` (one batch), adding each component's wall and CPU ms (the
+    process's: a batch may run on more than one thread) to ``wall`` and ``cpu``."""
+    messages = [Message(text=text.strip()) for text in texts]
+    start, start_cpu = time.perf_counter(), time.process_time()
+    for i, component in enumerate(model.pipeline.components):
+        begin, begin_cpu = time.perf_counter(), time.process_time()
+        component.process(messages)
+        wall[f"{i}_{component.component_name()}"].append((time.perf_counter() - begin) * 1000)
+        cpu[f"{i}_{component.component_name()}"].append((time.process_time() - begin_cpu) * 1000)
+    wall["whole parse"].append((time.perf_counter() - start) * 1000)
+    cpu["whole parse"].append((time.process_time() - start_cpu) * 1000)
+
+
+def one_run(model: Model, texts: list[str]) -> dict[str, dict[str, float]]:
+    wall: dict[str, list[float]] = defaultdict(list)
+    cpu: dict[str, list[float]] = defaultdict(list)
+    for text in texts[:300]:
+        timed_parse(model, [text], wall, cpu)
+    batch_wall: dict[str, list[float]] = defaultdict(list)
+    batch_cpu: dict[str, list[float]] = defaultdict(list)
+    timed_parse(model, texts, batch_wall, batch_cpu)
+    return {name: {"p50_ms": statistics.median(wall[name]), "cpu_p50_ms": statistics.median(cpu[name]),
+                   "batched_ms_per_message": batch_wall[name][0] / len(texts),
+                   "batched_cpu_ms_per_message": batch_cpu[name][0] / len(texts)} for name in wall}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-m", "--model", required=True, help="a model archive")
+    parser.add_argument("--data", required=True, help="test data whose texts are parsed")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    model = Model.load(args.model)
+    texts = [m.text for m in load_data(args.data).messages]
+    model.parse_batch(texts[:64])  # warm-up: first-call costs are not parse latency
+    runs = [one_run(model, texts) for _ in range(args.runs)]
+    median = {name: {key: round(statistics.median(run[name][key] for run in runs), 3)
+                     for key in runs[0][name]} for name in runs[0]}
+    for name, figures in median.items():
+        print(f"{name:40s} p50 {figures['p50_ms']:6.3f} ms (CPU {figures['cpu_p50_ms']:6.3f})   "
+              f"batched {figures['batched_ms_per_message']:6.3f} ms/msg "
+              f"(CPU {figures['batched_cpu_ms_per_message']:6.3f})")
+    print(json.dumps({"model": args.model, "runs": args.runs, "median": median}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,233 @@
+"""The review loop on a bot's traffic: the 200 messages the review ranks first, labelled and
+fine-tuned on, against 200 random ones.
+
+    .venv/bin/python -m benchmarks.perf.review_loop [--train FEW.md] [--traffic TEST.md] \
+        [--config diet] [--budget 200] [--seeds 1] [--model BASE.tar.gz] [--json OUT]
+
+1. Trains the bot (``--config`` on ``--train``; default the 10-shot NLU-Evaluation-Data fold 1
+   file and ``diet.yml``), unless ``--model`` names it.
+2. Logs its traffic: every message of ``--traffic`` (default fold 1's test split) sent to
+   ``nlu-engine serve --log-messages`` on 127.0.0.1, each with its ``message_id``.
+3. Reviews it through the review page's own HTTP endpoints (``/api/inbox``, ``/api/decide``): the
+   groups in the page's order, each labelled with its true intent and entities (a group whose
+   members differ in their true intent is split, one decision per intent, as a reviewer would),
+   until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page writes.
+4. ``nlu-engine train --finetune`` the bot on the training data plus ``reviewed.yml``, and, for
+   each of ``--seeds``, on the training data plus ``--budget`` random traffic messages.
+5. Scores the base and the fine-tuned models on the traffic messages in none of the labelled sets
+   (one set for all), and each fine-tuned model and the base on the traffic its own labelled set
+   left (``remaining``: the issue's measure, a different set for each).
+
+Prints and writes (``--json``) the accuracies, the gains, how many of the labelled messages the
+base model had wrong, the decisions the review took and the fine-tunes' seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import DATASETS, ROOT, emit_json
+from nlu_engine.contract.message import Message
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.server.process import ServerProcess
+
+TRAIN = DATASETS / "fewshot" / "NLU-Eval-KFold_1-10shot.md"
+TRAFFIC = DATASETS / "NLU-Evaluation-Data" / "KFold_1" / "test.md"
+CLI = [sys.executable, "-m", "nlu_engine.cli.main"]
+
+
+def run(command: list[str]) -> float:
+    """Run a CLI command; its wall seconds (its output shown only when it fails)."""
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-3000:]}")
+    return round(time.perf_counter() - start, 1)
+
+
+def log_traffic(model: Path, database: Path, traffic: list[Message]) -> int:
+    """Send every traffic message through ``serve --log-messages``; the rows stored."""
+    import httpx
+
+    from nlu_engine.server.message_store import open_store
+
+    with ServerProcess(["-m", str(model), "--log-messages", str(database)], ready_path="/status",
+                       timeout=180) as server:
+        with httpx.Client(base_url=server.url, timeout=60, trust_env=False) as client:
+            for index, message in enumerate(traffic):
+                answer = client.post("/model/parse", json={"text": message.text, "message_id": str(index)})
+                answer.raise_for_status()
+        server.stop(timeout=60)
+    store = open_store(str(database), create=False)
+    try:
+        return store.count()
+    finally:
+        store.close()
+
+
+def truth_of(traffic: list[Message], database: Path) -> dict[str, Message]:
+    """Log row id -> the traffic message it logged (by the ``message_id`` sent)."""
+    from nlu_engine.server.message_store import open_store
+
+    store = open_store(str(database), create=False)
+    try:
+        return {row["id"]: traffic[int(row["message_id"])] for row in store.rows()}
+    finally:
+        store.close()
+
+
+def review(database: Path, data: Path, truth: dict[str, Message], budget: int) -> dict[str, Any]:
+    """Label the inbox in the page's order through its endpoints until ``budget`` messages."""
+    from starlette.testclient import TestClient
+
+    from nlu_engine.review.app import ReviewSettings, create_app
+
+    api = TestClient(create_app(ReviewSettings(db=str(database), data=data)))
+    groups = api.get("/api/inbox", params={"limit": 500}).json()["groups"]
+    labelled: list[str] = []
+    decisions = 0
+    for group in groups:
+        by_intent: dict[str, list[dict[str, Any]]] = {}
+        for member in group["messages"]:
+            by_intent.setdefault(truth[member["id"]].intent, []).append(member)
+        for intent, members in by_intent.items():
+            members = members[: budget - len(labelled)]
+            if not members:
+                break
+            first = truth[members[0]["id"]]
+            body: dict[str, Any] = {"intent": intent, "reviewer": "benchmark",
+                                    "messages": [{"id": m["id"], "version": m["version"]} for m in members]}
+            if first.text == members[0]["text"]:
+                body.update(entities=first.entities, entities_of=members[0]["id"])
+            answer = api.post("/api/decide", json=body)
+            answer.raise_for_status()
+            decisions += 1
+            labelled += [m["id"] for m in members]
+        if len(labelled) >= budget:
+            break
+    state = api.get("/api/state").json()
+    return {"ids": labelled, "decisions": decisions, "written": state.get("written"),
+            "left_out": len(state.get("left_out") or [])}
+
+
+def clear_review(database: Path) -> None:
+    """Forget the decisions of an earlier run (the log stays)."""
+    import sqlalchemy as sa
+
+    from nlu_engine.review.decisions import decisions_table, history_table, open_review
+
+    store = open_review(str(database))
+    try:
+        with store.engine.begin() as connection:
+            connection.execute(sa.delete(history_table))
+            connection.execute(sa.delete(decisions_table))
+    finally:
+        store.close()
+
+
+def accuracy(model_path: Path, messages: list[Message]) -> float:
+    from nlu_engine.assembly.model import Model
+
+    model = Model.load(model_path)
+    results = model.parse_batch([m.text for m in messages])
+    predicted = [(r.get("intent") or {}).get("name") for r in results]
+    right = sum(p == m.intent for p, m in zip(predicted, messages, strict=True))
+    return round(100 * right / len(messages), 2)
+
+
+def wrong_share(model_path: Path, messages: list[Message]) -> float:
+    """Percent of ``messages`` the model gets wrong (what a labelled set teaches it)."""
+    return round(100 - accuracy(model_path, messages), 2)
+
+
+def random_run(seed: int, draw: list[int], traffic: list[Message], base: Path, held: list[Message],
+               train: str, folder: Path) -> dict[str, Any]:
+    """Fine-tune on ``train`` plus the traffic messages of ``draw`` with their true labels; score."""
+    from nlu_engine.training_data import write_data
+
+    chosen = [traffic[i] for i in draw]
+    path = folder / f"random-{seed}.yml"
+    write_data(TrainingData(messages=chosen), path, "yaml")
+    model = folder / "models" / f"random-{seed}.tar.gz"
+    seconds = run([*CLI, "train", "--finetune", str(base), "--data", train, "--data", str(path),
+                   "--out", str(model.parent), "--fixed-model-name", f"random-{seed}"])
+    left = [traffic[i] for i in sorted(set(range(len(traffic))) - set(draw))]
+    return {"seed": seed, "finetune_s": seconds, "base_wrong_pct": wrong_share(base, chosen),
+            "accuracy": accuracy(model, held),
+            "remaining": {"messages": len(left), "base": accuracy(base, left),
+                          "accuracy": accuracy(model, left)}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--train", default=str(TRAIN))
+    parser.add_argument("--traffic", default=str(TRAFFIC))
+    parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
+    parser.add_argument("--model", default=None, help="the bot, trained already (skips step 1)")
+    parser.add_argument("--budget", type=int, default=200)
+    parser.add_argument("--seeds", type=int, default=1, help="random draws to compare against")
+    parser.add_argument("--keep", default=None, metavar="FOLDER", help="keep the models and files here")
+    parser.add_argument("--reuse-log", action="store_true",
+                        help="with --keep and --model: keep FOLDER/log.db when it holds the traffic")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    from nlu_engine.training_data import load_data
+
+    traffic = [m for m in load_data(args.traffic).messages if m.intent]
+    with tempfile.TemporaryDirectory(prefix="review-loop-") as temporary:
+        folder = Path(args.keep or temporary)
+        (folder / "data").mkdir(parents=True, exist_ok=True)
+        link = folder / "data" / Path(args.train).name  # the page reads the bot's data from its folder
+        if not link.exists():
+            link.symlink_to(Path(args.train).resolve())
+        models = folder / "models"
+        result: dict[str, Any] = {"train": args.train, "traffic": args.traffic, "config": args.config,
+                                  "traffic_messages": len(traffic), "budget": args.budget}
+        base = Path(args.model) if args.model else models / "base.tar.gz"
+        if not args.model:
+            result["base_train_s"] = run([*CLI, "train", "-c", args.config, "--data", args.train,
+                                          "--out", str(models), "--fixed-model-name", "base"])
+        database = folder / "log.db"
+        if args.reuse_log and database.is_file():
+            result["rows_logged"] = len(truth_of(traffic, database))
+            clear_review(database)
+        else:
+            database.unlink(missing_ok=True)
+            result["rows_logged"] = log_traffic(base, database, traffic)
+        truth = truth_of(traffic, database)
+        reviewed = review(database, folder / "data", truth, args.budget)
+        result.update(review_decisions=reviewed["decisions"], review_written=reviewed["written"],
+                      review_left_out=reviewed["left_out"])
+        ranked = [truth[i] for i in reviewed["ids"]]
+        draws = [random.Random(seed).sample(range(len(traffic)), args.budget) for seed in range(args.seeds)]
+        used = {id(m) for m in ranked} | {id(traffic[i]) for draw in draws for i in draw}
+        held = [m for m in traffic if id(m) not in used]
+        result["evaluated_on"] = len(held)
+        result["base_accuracy"] = accuracy(base, held)
+        result["ranked_base_wrong_pct"] = wrong_share(base, ranked)
+        result["ranked_finetune_s"] = run([*CLI, "train", "--finetune", str(base), "--data", args.train,
+                                           "--data", str(folder / "data" / "reviewed.yml"),
+                                           "--out", str(models), "--fixed-model-name", "ranked"])
+        result["ranked_accuracy"] = accuracy(models / "ranked.tar.gz", held)
+        left = [m for m in traffic if id(m) not in {id(r) for r in ranked}]
+        result["ranked_remaining"] = {"messages": len(left), "base": accuracy(base, left),
+                                      "accuracy": accuracy(models / "ranked.tar.gz", left)}
+        result["random"] = [random_run(seed, draw, traffic, base, held, args.train, folder)
+                            for seed, draw in enumerate(draws)]
+    randoms = [r["accuracy"] for r in result["random"]]
+    result["ranked_gain"] = round(result["ranked_accuracy"] - result["base_accuracy"], 2)
+    result["random_gain_mean"] = (round(sum(randoms) / len(randoms) - result["base_accuracy"], 2)
+                                  if randoms else None)
+    emit_json(result, args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""The one way a network's parse graph is written: ``GraphBuilder``.
+
+A network that parses (DIET's transformer, ``classifiers/diet/onnx_graph.py``; the language
+model's encoder, ``featurizers/dense/bert_onnx.py``) is written once, as an ONNX graph built in
+memory from its named weights when a model loads; ONNX Runtime runs it (``onnx_runtime``).
+Training stays in TensorFlow, and the tests check each graph against TensorFlow's outputs.
+
+A new network's parse graph goes in its stage's folder, next to the component, as a function
+``weights -> onnx.ModelProto`` written with this builder::
+
+    g = GraphBuilder("my_network", matmul_dtype=...)
+    x = g.input("x", FLOAT, ["batch", "length", width])
+    h = g.dense(x, "hidden", kernel, bias)          # MatMul (+ Add), names its initializers
+    h = g.gelu(g.layer_norm(h, "norm", gamma, beta, 1e-6))
+    g.output(h, "states", FLOAT, ["batch", "length", units])
+    model = g.model()
+
+``matmul_dtype="bfloat16"`` rounds the inputs and the kernels of every product to bfloat16 (the
+products sum in float32), as TensorFlow's bfloat16 dense layers do; everything else is float32.
+Importing this module imports ``onnx`` (a required dependency).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from nlu_engine.nn.onnx_runtime import MS_DOMAIN, model_of
+
+FLOAT, INT32, INT64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
+MatmulDtype = Literal["float32", "bfloat16"]
+
+
+def bfloat16_rounded(array: np.ndarray) -> np.ndarray:
+    """float32 values rounded to the nearest bfloat16 (ties to even), kept as float32."""
+    bits = np.ascontiguousarray(array, np.float32).view(np.uint32)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & np.uint32(0xFFFF0000)
+    return rounded.view(np.float32)
+
+
+class GraphBuilder:
+    """The nodes, initializers, inputs and outputs of one graph being written (module doc)."""
+
+    def __init__(self, name: str, matmul_dtype: MatmulDtype = "float32") -> None:
+        self.name = name
+        self.matmul_dtype = matmul_dtype
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self.inputs: list[Any] = []
+        self.outputs: list[Any] = []
+        self._names: set[str] = set()
+
+    # --- declarations ---------------------------------------------------------------------------
+    def input(self, name: str, dtype: int, shape: list[Any]) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, dtype, shape))
+        return name
+
+    def output(self, value: str, name: str, dtype: int, shape: list[Any]) -> str:
+        """Declare ``value`` as the graph output ``name`` (an Identity when the names differ)."""
+        if value != name:
+            self.op("Identity", [value], name)
+        self.outputs.append(helper.make_tensor_value_info(name, dtype, shape))
+        return name
+
+    def const(self, name: str, array: Any, dtype: Any = np.float32) -> str:
+        """An initializer (once per name: the same name twice is the same tensor)."""
+        if name not in self._names:
+            self._names.add(name)
+            self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array, dtype), name))
+        return name
+
+    def op(self, kind: str, inputs: list[str], output: str | list[str], domain: str = "",
+           **attrs: Any) -> str:
+        """A node named after its (first) output; returns that output."""
+        outputs = [output] if isinstance(output, str) else output
+        self.nodes.append(helper.make_node(kind, inputs, outputs, name=outputs[0], domain=domain, **attrs))
+        return outputs[0]
+
+    def ms(self, kind: str, inputs: list[str], output: str, **attrs: Any) -> str:
+        """One of ONNX Runtime's own operators (``com.microsoft``: Attention, Gelu, ...)."""
+        return self.op(kind, inputs, output, domain=MS_DOMAIN, **attrs)
+
+    # --- layers ----------------------------------------------------------------------------------
+    def product_input(self, x: str) -> str:
+        """``x`` as a product reads it: rounded to bfloat16 under ``matmul_dtype="bfloat16"``."""
+        if self.matmul_dtype == "float32":
+            return x
+        rounded = self.op("Cast", [x], x + "_bf16", to=TensorProto.BFLOAT16)
+        return self.op("Cast", [rounded], x + "_rounded", to=FLOAT)
+
+    def kernel(self, name: str, array: np.ndarray) -> str:
+        """A product's kernel initializer (bfloat16-rounded under ``matmul_dtype="bfloat16"``)."""
+        array = np.asarray(array, np.float32)
+        return self.const(name, bfloat16_rounded(array) if self.matmul_dtype == "bfloat16" else array)
+
+    def matmul(self, x: str, name: str, kernel: np.ndarray, out: str) -> str:
+        """x [..., I] @ kernel [I, O] -> [..., O]; the node is named ``out``."""
+        return self.op("MatMul", [self.product_input(x), self.kernel(name, kernel)], out)
+
+    def dense(self, x: str, name: str, kernel: np.ndarray, bias: np.ndarray | None, out: str) -> str:
+        """x @ kernel (+ bias)."""
+        if bias is None:
+            return self.matmul(x, name + "_kernel", kernel, out)
+        product = self.matmul(x, name + "_kernel", kernel, out + "_product")
+        return self.op("Add", [product, self.const(name + "_bias", bias)], out)
+
+    def layer_norm(self, x: str, name: str, gamma: np.ndarray, beta: np.ndarray, epsilon: float,
+                   out: str | None = None) -> str:
+        """LayerNorm over the last axis."""
+        inputs = [x, self.const(name + "_gamma", gamma), self.const(name + "_beta", beta)]
+        return self.op("LayerNormalization", inputs, out or name + "_out", axis=-1, epsilon=epsilon)
+
+    def gelu(self, x: str, out: str) -> str:
+        """The exact (erf) gelu."""
+        return self.ms("Gelu", [x], out)
+
+    def model(self) -> Any:
+        """The graph as an ``onnx.ModelProto`` ONNX Runtime reads."""
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
+        return model_of(graph)

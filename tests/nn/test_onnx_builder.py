@@ -1,0 +1,57 @@
+"""The one graph builder (``nn.onnx_builder``): its layers compute what they say, and its
+bfloat16 products round as TensorFlow's bfloat16 layers do."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from nlu_engine.nn.onnx_builder import FLOAT, GraphBuilder, bfloat16_rounded
+from nlu_engine.nn.onnx_runtime import session
+
+
+def run(builder: GraphBuilder, **feeds: np.ndarray) -> np.ndarray:
+    return session(builder.model(), 1).run(None, feeds)[0]  # type: ignore[no-any-return]
+
+
+def test_bfloat16_rounding_is_tensorflows() -> None:
+    values = np.random.default_rng(0).normal(size=1000).astype(np.float32) * 100
+    expected = tf.cast(tf.cast(values, tf.bfloat16), tf.float32).numpy()
+    np.testing.assert_array_equal(bfloat16_rounded(values), expected)
+
+
+def test_dense_layer_norm_and_gelu_compute_their_formulas() -> None:
+    rng = np.random.default_rng(1)
+    kernel, bias = rng.normal(size=(4, 3)).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    gamma, beta = rng.normal(size=3).astype(np.float32), rng.normal(size=3).astype(np.float32)
+    g = GraphBuilder("test")
+    x = g.input("x", FLOAT, ["rows", 4])
+    h = g.gelu(g.layer_norm(g.dense(x, "d", kernel, bias, "dense"), "n", gamma, beta, 1e-6), "gelu")
+    g.output(h, "y", FLOAT, ["rows", 3])
+    inputs = rng.normal(size=(5, 4)).astype(np.float32)
+    dense = tf.constant(inputs) @ kernel + bias
+    norm = tf.keras.layers.LayerNormalization(epsilon=1e-6, gamma_initializer=tf.constant_initializer(gamma),
+                                              beta_initializer=tf.constant_initializer(beta))
+    expected = tf.nn.gelu(norm(dense))
+    np.testing.assert_allclose(run(g, x=inputs), expected.numpy(), atol=1e-5)
+
+
+def test_bfloat16_products_match_tensorflows_bfloat16_matmul() -> None:
+    rng = np.random.default_rng(2)
+    kernel = rng.normal(size=(16, 8)).astype(np.float32)
+    inputs = rng.normal(size=(6, 16)).astype(np.float32)
+    g = GraphBuilder("test", matmul_dtype="bfloat16")
+    g.output(g.matmul(g.input("x", FLOAT, ["rows", 16]), "w", kernel, "product"), "y", FLOAT, ["rows", 8])
+    product = tf.matmul(tf.cast(inputs, tf.bfloat16), tf.cast(kernel, tf.bfloat16))
+    expected = tf.cast(product, tf.float32).numpy()
+    got = run(g, x=inputs)
+    np.testing.assert_allclose(got, expected, rtol=2e-2, atol=2e-2)  # TensorFlow rounds the sum too
+    exact = inputs @ kernel
+    assert np.abs(got - exact).max() > 1e-4  # the rounding did happen
+    np.testing.assert_allclose(got, bfloat16_rounded(inputs) @ bfloat16_rounded(kernel), rtol=1e-5, atol=1e-5)
+
+
+def test_an_initializer_named_twice_is_one_tensor() -> None:
+    g = GraphBuilder("test")
+    assert g.const("w", np.ones(2)) == g.const("w", np.zeros(2)) == "w"
+    assert len(g.initializers) == 1

@@ -1,0 +1,30 @@
+"""Near-duplicates: one group for texts equal once normalised or of similar token sets."""
+
+from __future__ import annotations
+
+from nlu_engine.review.grouping import group_texts, jaccard, normalise, token_set
+
+
+def test_normalise_drops_case_punctuation_zero_width_and_direction_marks() -> None:
+    assert normalise("Where is my ORDER??") == "where is my order"
+    assert normalise("where\u200b is\u202e my\ufeff order") == "where is my order"
+    assert normalise("ｗｈｅｒｅ  is\tmy order") == "where is my order"  # NFKC full width
+
+
+def test_groups_equal_and_similar_texts_and_keeps_others_apart() -> None:
+    texts = ["where is my order", "book a table for two", "Where is my order?", "hi",
+             "book a table for two please", "where is my parcel", "😀", "👍", "😀"]
+    groups = group_texts(texts)
+    assert groups == [[0, 2], [1, 4], [3], [5], [6, 8], [7]]
+    # 1 joins only equal normalised texts
+    assert group_texts(texts, threshold=1.0) == [[0, 2], [1], [3], [4], [5], [6, 8], [7]]
+
+
+def test_similarity_is_jaccard_of_token_sets() -> None:
+    a, b = token_set("book a table for two"), token_set("book a table for two please")
+    assert jaccard(a, b) == 5 / 6
+
+
+def test_grouping_is_transitive_and_ordered_by_first_text() -> None:
+    texts = ["a b c d e f g h", "x y", "a b c d e f g h i", "a b c d e f g h i j"]
+    assert group_texts(texts) == [[0, 2, 3], [1]]

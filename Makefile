@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-deps test-slow lint clean
+.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props
 
 install: $(STAMP)
 
@@ -44,7 +44,19 @@ test-slow: install
 	$(BIN)/python -m pytest -q -m slow
 
 lint: install
-	$(BIN)/ruff check nlu_engine tests benchmarks examples setup.py
+	$(BIN)/ruff check nlu_engine tests benchmarks examples fuzz setup.py
+
+# coverage-guided fuzzing (atheris, RELIABILITY.md): `make fuzz` lists the targets,
+# `make fuzz TARGET=yaml_data SECONDS=1800` runs one; crashes land in results/fuzz/TARGET/
+SECONDS ?= 300
+fuzz: install
+	nice -n 10 $(BIN)/python -m fuzz $(TARGET) $(if $(TARGET),$(SECONDS))
+
+# the property-based tests of the readers with the long hypothesis profile (>= 100,000 inputs each)
+fuzz-props: install
+	HYPOTHESIS_PROFILE=long nice -n 10 $(BIN)/python -m pytest -q \
+	  tests/training_data/test_reader_properties.py tests/corpus/test_format_properties.py \
+	  tests/assembly/test_config_properties.py
 
 clean:
 	rm -rf $(VENV) models results build *.egg-info

@@ -32,7 +32,10 @@ EXTRAS = {
     # browser download is never used: the tests launch /usr/bin/chromium)
     "review": ["playwright>=1.40,<2"],
     # wheel: tests/test_setup.py builds the package without build isolation
-    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
+    # hypothesis: the property-based tests of the readers (HYPOTHESIS_PROFILE=long: the long search)
+    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40", "hypothesis>=6.100,<7"],
+    # atheris: `make fuzz`, coverage-guided fuzzing of the readers (fuzz/); wheels for Linux x86-64
+    "fuzz": ["atheris>=2.3,<4; sys_platform == 'linux' and platform_machine == 'x86_64'"],
     # benchmarks.studies.baseline: the CRFsuite entity baseline
     "bench": ["sklearn-crfsuite>=0.5,<0.6"],
 }

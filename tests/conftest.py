@@ -8,10 +8,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.extractors.duckling_stub import DucklingStub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+# Property-based tests of the readers (hypothesis): "ci", the default, is a short seeded pass of
+# `make test`; "long" (HYPOTHESIS_PROFILE=long, `make fuzz-props`) is the 100,000-input search
+# (HYPOTHESIS_EXAMPLES=n: another count).
+# The profile chooses how many inputs are tried, never how an input is read.
+_QUIET = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile("ci", max_examples=60, derandomize=True, deadline=None, database=None,
+                          suppress_health_check=_QUIET, print_blob=True)
+settings.register_profile("long", max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", 100_000)),
+                          deadline=None, suppress_health_check=_QUIET, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # One TensorFlow serves the whole session, set up by whichever test imports it first: a
 # bfloat16 fine-tune would ask for oneDNN, and every later test would run with it. The suite

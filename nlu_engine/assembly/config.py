@@ -31,8 +31,9 @@ from nlu_engine.contract.component import (
     build_config,
     config_fields,
 )
-from nlu_engine.contract.errors import ConfigError, closest
+from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
 from nlu_engine.nn.onnx_runtime import check_runtime
+from nlu_engine.training_data.yaml_limits import safe_load
 
 #: the pipelines shipped in the package, as package data (``nlu_engine/pipelines/*.yml``)
 PIPELINES = files("nlu_engine") / "pipelines"
@@ -162,14 +163,14 @@ def _read_yaml(path: Path | Traversable) -> Any:
     if not path.is_file():
         raise ConfigError(f"config file '{path}' not found")
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{path}{line}: invalid YAML ({problem}); fix the syntax") from None
+        content = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        return safe_load(content)
+    except yaml.YAMLError as error:
+        line, problem = yaml_problem(error, content)
+        raise ConfigError(f"{path}{line}: invalid YAML ({problem}); fix the syntax") from None
 
 
 def _apply_overrides(entries: list[Any], overrides: list[str], where: str) -> None:

@@ -131,6 +131,8 @@ def plan_chunks(path: str | Path, fmt: str, text_field: str = "text",
         if fmt == "csv":
             header, offset, line = _header(stream, path)
             columns = _columns(header, path, text_field)
+        elif stream.read(len(BOM)) == BOM:  # not a row's bytes: a file of a BOM alone has no rows
+            offset = len(BOM)
         return list(_plan_lines(stream, path, fmt, text_field, columns, offset, line, chunk_rows))
 
 

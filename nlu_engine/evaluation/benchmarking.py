@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from nlu_engine.assembly.config import find_config
-from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.errors import ConfigError, yaml_problem
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,9 +56,11 @@ def read_training_config(path: Path) -> TrainingConfig:
     if not path.is_file():
         raise ConfigError(f"training config '{path}' not found")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        content = path.read_text(encoding="utf-8")
+        raw = yaml.safe_load(content) or {}
     except yaml.YAMLError as error:
-        raise ConfigError(f"{path}: invalid YAML ({error})") from None
+        line, problem = yaml_problem(error, content)
+        raise ConfigError(f"{path}{line}: invalid YAML ({problem}); fix the syntax") from None
     allowed = {"name", "pipeline", "train", "test", "folds", "set"}
     unknown = set(raw) - allowed
     if unknown:

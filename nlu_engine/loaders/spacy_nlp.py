@@ -66,6 +66,16 @@ def lowercase_keeping_offsets(text: str) -> str:
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (valid in a Python str, not in UTF-8, which spaCy's
+    tokenizer encodes to) as U+FFFD: one character for one, so the offsets stay the text's."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
 def _is_pipeline(folder: Path) -> bool:
     return (folder / "config.cfg").is_file() and (folder / "meta.json").is_file()
 
@@ -188,7 +198,7 @@ class SpacyNLP(Component):
             todo = [m for m in messages if isinstance(m.get(attribute), str)]
             if not todo:
                 continue
-            texts = [m.get(attribute) or "" for m in todo]
+            texts = [without_surrogates(m.get(attribute) or "") for m in todo]
             if not self.config.case_sensitive:
                 texts = [lowercase_keeping_offsets(t) for t in texts]
             for message, doc in zip(

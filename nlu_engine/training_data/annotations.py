@@ -124,6 +124,30 @@ def to_annotated(text: str, entities: Iterable[dict[str, Any]], source: str = ""
     the JSON form. Several entities on exactly the same span use the list form. Overlapping
     spans cannot be written inline: ``DataError`` (keep such data in the JSON format).
     """
+    entities = list(entities)
+    annotated = _annotated(text, entities, source)
+    if "[" in annotated and parse_annotated(annotated) != (text, _as_read(text, entities)):
+        where = f"{source}: " if source else ""
+        raise DataError(
+            f"{where}example {text!r} holds brackets that would be read as an entity annotation "
+            "and cannot be written inline; use the JSON format"
+        )
+    return annotated
+
+
+def _as_read(text: str, entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entities`` as ``parse_annotated`` gives them back (in text order, values defaulted)."""
+    read = []
+    for entity in sorted(entities, key=lambda e: (e["start"], e["end"])):
+        item = {key: entity[key] for key in ("entity", "start", "end")}
+        value = entity.get("value")
+        item["value"] = text[entity["start"]:entity["end"]] if value is None else value
+        item.update({key: str(entity[key]) for key in ("role", "group") if entity.get(key) is not None})
+        read.append(item)
+    return read
+
+
+def _annotated(text: str, entities: list[dict[str, Any]], source: str) -> str:
     ordered = sorted(entities, key=lambda e: (e["start"], e["end"]))
     if not ordered:
         return text
@@ -160,13 +184,21 @@ def to_annotated(text: str, entities: Iterable[dict[str, Any]], source: str = ""
             str(group[0]["entity"])
         ):
             parts.append(f"({group[0]['entity']})")
-        elif len(group) == 1:
-            parts.append(json.dumps(dicts[0], ensure_ascii=False))
         else:
-            parts.append(json.dumps(dicts, ensure_ascii=False))
+            parts.append(_json_annotation(dicts[0] if len(group) == 1 else dicts))
         position = end
     parts.append(text[position:])
     return "".join(parts)
+
+
+def _json_annotation(value: Any) -> str:
+    """The JSON of an annotation, with '}' in its strings escaped (a '}' ends the annotation)."""
+    if isinstance(value, list):
+        return "[" + ", ".join(_json_annotation(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{_json_annotation(k)}: {_json_annotation(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    return json.dumps(value, ensure_ascii=False).replace("}", "\\u007d")
 
 
 def _entity_json(entity: dict[str, Any], surface: str) -> dict[str, Any]:

@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.errors import DataError, yaml_problem
 from nlu_engine.contract.message import RESPONSE_IDENTIFIER_DELIMITER
 from nlu_engine.training_data.rasa_markdown import read_text_file
+from nlu_engine.training_data.yaml_limits import safe_load
 
 #: the intents every Rasa domain has (rasa/shared/core/constants.py DEFAULT_INTENTS)
 DEFAULT_INTENTS = ("restart", "back", "out_of_scope", "session_start", "nlu_fallback")
@@ -90,14 +91,10 @@ def read_domain(path: str | Path) -> Domain:
 def parse_domain(content: str, source: str) -> Domain:
     """A domain from YAML text; ``source`` names it in errors."""
     try:
-        raw = yaml.safe_load(content)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise DataError(f"{source}{line}: invalid YAML in the domain "
-                        f"({error.problem or error.context or 'syntax error'}); fix the syntax") from None
+        raw = safe_load(content)
     except yaml.YAMLError as error:
-        raise DataError(f"{source}: invalid YAML in the domain ({error}); fix the syntax") from None
+        line, problem = yaml_problem(error, content)
+        raise DataError(f"{source}{line}: invalid YAML in the domain ({problem}); fix the syntax") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -36,20 +36,20 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError
+from nlu_engine.contract.errors import DataError, yaml_problem
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.domain import Domain, read_domain
 from nlu_engine.training_data.loading import data_files, detect_format, is_empty, load_file
 from nlu_engine.training_data.rasa_markdown import read_text_file
 from nlu_engine.training_data.rasa_yaml import parse_rasa_yaml
+from nlu_engine.training_data.yaml_limits import safe_load
 
 #: a YAML file that holds NLU data: its errors are errors, never a reason to skip it
 NLU_MARKERS = re.compile(r"^(?:nlu|responses)\s*:|^\s+examples\s*:", re.MULTILINE)
 #: top-level keys of the dialogue's data, counted and skipped
 DIALOGUE_DATA_KEYS = ("stories", "rules", "slots", "forms", "actions")
 _DIALOGUE_MARKERS = re.compile(rf"^(?:{'|'.join(DIALOGUE_DATA_KEYS)})\s*:", re.MULTILINE)
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 logger = logging.getLogger(__name__)
 
@@ -176,18 +176,16 @@ def _read_file(path: Path, project: Project, explicit: bool) -> TrainingData | N
     if not looks_nlu:
         # not NLU data: a broken file is skipped, not an error (Rasa reads the stories)
         try:
-            document = yaml.load(content, Loader=_Loader)
+            document = safe_load(content)
         except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            problem = getattr(error, "problem", None) or "syntax error"
+            line, problem = yaml_problem(error, content)
             project.skipped_files.append(f"{path}{line}: not valid YAML ({problem}), and no NLU "
                                          "data in it; fix it before Rasa reads it")
             return None
         _count_dialogue(document, path, project)
     data = parse_rasa_yaml(content, source=str(path), base_dir=path.parent)  # errors name the line
     if looks_nlu and _DIALOGUE_MARKERS.search(content):  # NLU and stories in one file
-        _count_dialogue(yaml.load(content, Loader=_Loader), path, project)
+        _count_dialogue(safe_load(content), path, project)  # parse_rasa_yaml read it: no bomb
     if data is not None and not is_empty(data):
         return data
     if explicit and not _DIALOGUE_MARKERS.search(content):

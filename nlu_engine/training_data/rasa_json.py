@@ -22,6 +22,7 @@ from nlu_engine.contract.errors import DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.rasa_markdown import (
+    checked_pattern,
     expand_lookup_files,
     lookup_file,
     missing_lookup_file,
@@ -80,9 +81,8 @@ def from_rasa_json_dict(
 
     for index, item in enumerate(_list(section, "regex_features", source)):
         where = f"{source}: regex_features[{index}]"
-        data.regex_features.append(
-            {"name": str(_field(item, "name", where)), "pattern": str(_field(item, "pattern", where))}
-        )
+        name, pattern = str(_field(item, "name", where)), str(_field(item, "pattern", where))
+        data.regex_features.append({"name": name, "pattern": checked_pattern(pattern, name, where)})
 
     for index, item in enumerate(_list(section, "lookup_tables", source)):
         where = f"{source}: lookup_tables[{index}]"
@@ -135,7 +135,9 @@ def _message(example: Any, where: str, warnings: list[str]) -> Message:
         for key in ("start", "end", "entity"):
             _field(raw, key, entity_where)
         start, end = raw["start"], raw["end"]
-        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text)):
+        offsets = (start, end)
+        if not (all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+                and 0 <= start < end <= len(text)):
             warnings.append(
                 f"{entity_where}: entity '{raw['entity']}' at start={start!r}, end={end!r} does "
                 f"not fit the text {text!r} ({len(text)} characters); the annotation is dropped "

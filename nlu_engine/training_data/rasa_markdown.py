@@ -96,7 +96,7 @@ def parse_rasa_markdown(
         elif section == "synonym":
             data.synonyms[text] = title
         elif section == "regex":
-            data.regex_features.append({"name": title, "pattern": text})
+            data.regex_features.append({"name": title, "pattern": checked_pattern(text, title, where)})
         else:
             lookups[title].append(text)
     data.lookup_tables = [{"name": n, "elements": e} for n, e in lookups.items()]
@@ -146,6 +146,16 @@ def split_retrieval_intent(name: str, where: str) -> tuple[str, str | None]:
             "'intent/response_key' ('/' is reserved for that)"
         )
     return name.split("/", 1)[0], name
+
+
+def checked_pattern(pattern: str, name: str, where: str) -> str:
+    """``pattern`` if it compiles; else a one-line DataError naming the place and the regex."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        raise DataError(f"{where}: invalid regular expression {pattern!r} in regex '{name}' "
+                        f"({error}); fix the pattern") from None
+    return pattern
 
 
 def read_lookup_file(name: str, base_dir: Path | None, where: str) -> list[str]:

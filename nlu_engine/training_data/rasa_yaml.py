@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from nlu_engine.contract.errors import DataError, closest
+from nlu_engine.contract.errors import DataError, closest, yaml_problem
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.annotations import (
@@ -54,10 +53,12 @@ from nlu_engine.training_data.annotations import (
     to_annotated,
 )
 from nlu_engine.training_data.rasa_markdown import (
+    checked_pattern,
     expand_lookup_files,
     read_lookup_file,
     split_retrieval_intent,
 )
+from nlu_engine.training_data.yaml_limits import Loader, check_expansion
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +68,6 @@ ITEM_KINDS = ("intent", "synonym", "regex", "lookup")
 _ITEM_KEYS = {*ITEM_KINDS, "examples", "metadata"}
 WRITE_VERSION = "3.1"
 
-_Loader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def parse_rasa_yaml(
@@ -75,20 +75,19 @@ def parse_rasa_yaml(
 ) -> TrainingData | None:
     """Parse Rasa YAML text; ``None`` when it holds neither ``nlu:`` nor ``responses:``.
     ``base_dir`` is where lookup-table files are looked for first."""
-    loader = _Loader(content)
+    loader = Loader(content)
     try:
         root = loader.get_single_node()
-        return None if root is None else _Reader(loader, source, base_dir).read(root)
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = error.problem or error.context or "syntax error"
+        if root is None:
+            return None
+        check_expansion(root)
+        return _Reader(loader, source, base_dir).read(root)
+    except yaml.YAMLError as error:
+        line, problem = yaml_problem(error, content)
         raise DataError(
             f"{source}{line}: invalid YAML ({problem}); fix the syntax there "
             "(examples belong in an indented 'examples: |' block of '- text' lines)"
         ) from None
-    except yaml.YAMLError as error:
-        raise DataError(f"{source}: invalid YAML ({error}); fix the syntax") from None
     finally:
         loader.dispose()
 
@@ -152,7 +151,13 @@ class _Reader:
                 f"{self.where(node)}: an 'nlu' item must be a mapping such as "
                 "'- intent: greet' with an 'examples: |' block"
             )
-        fields = {self.value(k): v for k, v in node.value}
+        fields = {}
+        for key_node, value_node in node.value:
+            key = self.value(key_node)
+            if isinstance(key, list | dict):  # `? [a]`: a YAML key that is no name
+                raise DataError(f"{self.where(key_node)}: an 'nlu' item's keys are names such as "
+                                "'intent' and 'examples'")
+            fields[key] = value_node
         kinds = [kind for kind in ITEM_KINDS if kind in fields]
         if len(kinds) != 1:
             found = ", ".join(repr(str(k)) for k in fields) or "none"
@@ -189,14 +194,8 @@ class _Reader:
                 data.synonyms[text] = name
         elif kind == "regex":
             for text, _, line in examples:
-                try:
-                    re.compile(text)
-                except re.error as error:
-                    raise DataError(
-                        f"{self.source}:{line}: invalid regular expression {text!r} in regex "
-                        f"'{name}' ({error}); fix the pattern"
-                    ) from None
-                data.regex_features.append({"name": name, "pattern": text})
+                pattern = checked_pattern(text, name, f"{self.source}:{line}")
+                data.regex_features.append({"name": name, "pattern": pattern})
         else:
             lookups.setdefault(name, []).extend(text for text, _, _ in examples)
 
@@ -308,10 +307,22 @@ class _Dumper(yaml.SafeDumper):
     pass
 
 
+# YAML reads these as line breaks wherever they stand unescaped (a '|' block, plain or '...'
+# scalars): only the double-quoted style escapes them, so a string holding one is written so.
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if any(c in value for c in _YAML_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
 def _represent_block(dumper: yaml.SafeDumper, value: _Block) -> yaml.Node:
-    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style="|")
+    style = '"' if any(c in value for c in _YAML_BREAKS) else "|"
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(value), style=style)
 
 
+_Dumper.add_representer(str, _represent_str)
 _Dumper.add_representer(_Block, _represent_block)
 
 
@@ -340,7 +351,7 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
             item["metadata"] = intent_metadata
         annotated = [to_annotated(m.text, m.entities, f"intent '{intent}'") for m in messages]
         example_metadata = [_split_metadata(m.metadata)[1] for m in messages]
-        if any(md is not None for md in example_metadata) or any("\n" in t for t in annotated):
+        if any(md is not None for md in example_metadata) or any(map(_breaks_line, annotated)):
             item["examples"] = [
                 {"text": text, **({"metadata": md} if md is not None else {})}
                 for text, md in zip(annotated, example_metadata, strict=True)
@@ -350,9 +361,8 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
         items.append(item)
 
     synonyms: dict[str, list[str]] = {}
-    for surface, value in data.synonyms.items():
-        if surface != value:
-            synonyms.setdefault(value, []).append(surface)
+    for surface, value in _listed_synonyms(data).items():
+        synonyms.setdefault(value, []).append(surface)
     items.extend({"synonym": v, "examples": _lines(s)} for v, s in synonyms.items())
     regexes: dict[str, list[str]] = {}
     for regex in data.regex_features:
@@ -369,7 +379,37 @@ def to_rasa_yaml_dict(data: TrainingData) -> dict[str, Any]:
     return document
 
 
-def _lines(texts: list[str]) -> _Block:
+def _listed_synonyms(data: TrainingData) -> dict[str, str]:
+    """The synonyms a 'synonym:' item must list. A surface with blanks around it cannot stand in
+    one (its lines are stripped): an annotated example carries it, or it is refused."""
+    carried: dict[str, str] = {}
+    for message in data.messages:
+        carried.update(synonyms_from_entities(message.text, message.entities))
+    listed = {}
+    for surface, value in data.synonyms.items():
+        if surface == value or (surface != surface.strip() and carried.get(surface) == value):
+            continue
+        if surface != surface.strip() or not surface:
+            raise DataError(
+                f"synonym {surface!r} of {value!r} has blanks around it, which Rasa YAML strips; "
+                "strip it or use the JSON format"
+            )
+        listed[surface] = value
+    return listed
+
+
+# what str.splitlines() breaks on, as Rasa's reader and ours split an 'examples: |' block
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
+
+
+def _breaks_line(text: str) -> bool:
+    return not _LINE_BREAKS.isdisjoint(text)
+
+
+def _lines(texts: list[str]) -> _Block | list[str]:
+    """A '|' block of '- text' lines, or the list form when a text would break a line there."""
+    if any(map(_breaks_line, texts)):
+        return list(texts)
     return _Block("".join(f"- {text}\n" for text in texts))
 
 

@@ -60,6 +60,14 @@ def test_shipped_pipelines_are_valid(name: str) -> None:
 
 
 # --- YAML and top-level keys --------------------------------------------------------------------
+def test_a_control_character_is_one_line_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "config.yml"
+    path.write_text("language: en\npipeline:\n  - name: Whitespace\x00Tokenizer\n", encoding="utf-8")
+    message = config_error(path)
+    assert message.startswith(f"{path}:3: invalid YAML (unacceptable character #x0000")
+    assert "\n" not in message
+
+
 def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
     path = write(tmp_path, """\
         language: en

@@ -140,6 +140,22 @@ def test_a_lone_surrogate_is_encoded_not_a_crash() -> None:
     assert np.isfinite(vector(odd)).all() and vector(odd).any()
 
 
+def test_text_that_breaks_tokenizers_gets_a_finite_vector_as_alone() -> None:
+    from tests.hostile_texts import HOSTILE_TEXTS
+
+    messages = tokenized(*HOSTILE_TEXTS)
+    UniversalSentenceEncoderFeaturizer().process(messages)
+    rows = np.concatenate([vector(m) for m in messages])
+    assert rows.shape == (len(HOSTILE_TEXTS), 512) and np.isfinite(rows).all()
+    # blank to Python (a form feed, NUL is not): no vector; every other text a unit vector
+    blank = [not text.strip() for text in HOSTILE_TEXTS]
+    norms = np.linalg.norm(rows, axis=1)
+    assert all((n == 0) if b else abs(n - np.sqrt(512)) < 1e-2 for n, b in zip(norms, blank, strict=True))
+    alone = tokenized(HOSTILE_TEXTS[2])  # emoji sequences, batched with the rest or alone
+    UniversalSentenceEncoderFeaturizer().process(alone)
+    np.testing.assert_allclose(vector(alone[0]), rows[2:3], atol=1e-5)
+
+
 @pytest.mark.parametrize("damage", ["truncated weights", "a kernel of the wrong shape", "no vocabulary"])
 def test_a_damaged_package_is_a_one_line_error(
     damage: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

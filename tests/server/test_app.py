@@ -5,6 +5,7 @@ The real server (``nlu-engine serve`` in a child process) is tested in ``test_se
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import sys
@@ -22,6 +23,8 @@ from starlette.testclient import TestClient
 
 from nlu_engine.assembly.model import train
 from nlu_engine.server.app import create_app
+from tests.extras import requires_extra
+from tests.hostile_texts import HOSTILE_TEXTS
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
@@ -145,3 +148,66 @@ def test_405_comes_before_authentication(models: Path) -> None:
     with TestClient(app) as client:
         response = client.get("/model/parse")
     assert response.status_code == 405 and response.headers["allow"] == "POST"
+
+
+MIXED_NLU = """version: "3.1"
+nlu:
+- intent: go
+  examples: |
+    - 我想去[Berlin](city)看看
+    - 我想去[北京](city)
+    - fly to [Paris](city) please
+    - [巴黎](city)怎么样
+    - take me to [Zürich](city)
+- intent: play
+  examples: |
+    - 播放[Taylor Swift](artist)的歌
+    - play [周杰伦](artist)
+    - play some [Adele](artist)
+    - 放一首[Adele](artist)
+"""
+MIXED_MESSAGES = ["我想去Berlin看看", "play Taylor Swift\u200d👍🏽", "fly to Pa\u0301ris",
+                  "\u202efly to Paris", "播放Adele\x00的歌", "to Zürich\x0c please", "播放周杰伦 and Adele"]
+
+
+@pytest.fixture(scope="module")
+def crf_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """CRF entities (no TensorFlow) after the whitespace tokenizer on the example assistant, and
+    after the Jieba tokenizer on Chinese with Latin words."""
+    folder = tmp_path_factory.mktemp("hostile")
+    (folder / "nlu.yml").write_text(MIXED_NLU, encoding="utf-8")
+    steps = [{"name": "CountVectorsFeaturizer"}, {"name": "LogisticRegressionClassifier"},
+             {"name": "CRFEntityExtractor"}, {"name": "EntitySynonymMapper"}]
+    english = {"language": "en", "pipeline": [{"name": "WhitespaceTokenizer"}, *steps]}
+    data = PROJECT_ROOT / "data" / "nlu.yml"
+    archives = [train(english, data, out=folder, fixed_model_name="en", log=None)]
+    if importlib.util.find_spec("jieba") is not None:  # the zh extra; the rest runs without it
+        chinese = {"language": "zh", "pipeline": [{"name": "JiebaTokenizer"}, *steps]}
+        archives.append(train(chinese, folder / "nlu.yml", out=folder, fixed_model_name="zh", log=None))
+    return archives
+
+
+@requires_extra("crf")
+def test_text_that_breaks_tokenizers_parses_with_exact_offsets(crf_models: list[Path]) -> None:
+    texts = [t for t in HOSTILE_TEXTS if "\ud800" not in t] + MIXED_MESSAGES
+    found = 0
+    for archive in crf_models:
+        with TestClient(create_app(archive)) as client:
+            batch = client.post("/model/parse/batch", json={"texts": texts})
+            assert batch.status_code == 200
+            for text, result in zip(texts, batch.json(), strict=True):
+                alone = client.post("/model/parse", json={"text": text}).json()
+                assert alone["intent"]["name"] == result["intent"]["name"]
+                assert alone["entities"] == result["entities"]
+                parsed = result["text"]
+                assert parsed == text.strip()  # parsed as Rasa's UserMessage strips it
+                assert all(parsed[start:end].strip() for start, end in result["text_tokens"]) or not parsed
+                for entity in result["entities"]:
+                    synonym = "EntitySynonymMapper" in entity.get("processors", [])
+                    assert synonym or parsed[entity["start"]:entity["end"]] == entity["value"], entity
+                found += len(result["entities"])
+            # a lone surrogate cannot be UTF-8: a clear 400, not a crash
+            lone = client.post("/model/parse", content=b'{"text": "a\\ud800b"}',
+                               headers={"Content-Type": "application/json"})
+            assert lone.status_code == 400 and "lone surrogate" in lone.json()["message"]
+    assert found  # the offsets above were checked on entities

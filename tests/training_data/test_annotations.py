@@ -145,3 +145,23 @@ def test_writer_rejects_overlapping_entities():
 def test_writer_rejects_entity_text_with_closing_bracket():
     with pytest.raises(DataError, match="JSON format"):
         to_annotated("a]b", [{"entity": "x", "start": 0, "end": 3, "value": "a]b"}])
+
+
+# found by tests/training_data/test_reader_properties.py (hypothesis)
+def test_a_brace_in_a_json_annotation_is_escaped_and_reads_back():
+    entities = [{"entity": "city", "start": 0, "end": 5, "value": "Paris}", "role": "to}]"}]
+    annotated = to_annotated("Paris now", entities)
+    assert "\\u007d" in annotated
+    text, read = parse_annotated(annotated)
+    assert text == "Paris now"
+    assert read == [{"entity": "city", "start": 0, "end": 5, "value": "Paris}", "role": "to}]"}]
+
+
+@pytest.mark.parametrize("text, entities", [
+    ("see [this](maybe)", []),  # plain brackets that read back as an entity
+    ("a [ b [c] d", [{"entity": "x", "start": 6, "end": 9, "value": "[c]"}]),
+    ("x [ y z", [{"entity": "e", "start": 6, "end": 7, "value": "z"}]),  # '[' before an entity
+])
+def test_text_that_would_read_back_otherwise_is_refused(text, entities):
+    with pytest.raises(DataError, match=r"^intent 'i': .*use the JSON format$"):
+        to_annotated(text, entities, "intent 'i'")

@@ -55,6 +55,8 @@ def test_an_empty_domain_is_empty() -> None:
     ("entities:\n  - city: {roles: from}\n", "'roles' of entity 'city' must be a list"),
     ("responses: [utter_x]\n", "'responses' must map"),
     ("- a list\n", "a domain must be a mapping"),
+    # found by the property-based tests: PyYAML's message for it spans two lines
+    ("intents:\n  - greet\x07\n", ":2: invalid YAML in the domain (unacceptable character #x0007"),
 ])
 def test_a_malformed_domain_is_one_line_naming_the_file(text: str, fragment: str) -> None:
     with pytest.raises(DataError) as info:
@@ -72,3 +74,12 @@ def test_a_domain_folder_merges_its_files(tmp_path: Path) -> None:
     assert len(domain.sources) == 2
     with pytest.raises(DataError, match="domain not found"):
         read_domain(tmp_path / "nowhere.yml")
+
+
+def test_an_alias_bomb_is_refused_in_one_line_at_once() -> None:
+    # found while fuzzing beside the property tests: 'intents: *a9' (nine levels of nine aliases)
+    # hung building the message of a wrong item, str() of 387 million values
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    with pytest.raises(DataError, match=r"^domain\.yml:1: invalid YAML in the domain \(its aliases expand"):
+        parse_domain("\n".join(lines) + "\nintents: *a9\n", "domain.yml")

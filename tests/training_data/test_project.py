@@ -144,6 +144,16 @@ def test_a_malformed_stories_file_is_skipped_with_a_warning(
     assert any("broken_stories.yml" in r.getMessage() for r in caplog.records)
 
 
+def test_a_stories_file_whose_aliases_explode_is_skipped_at_once(project: Path) -> None:
+    lines = ["a0: &a0 [{story: s, steps: []}, {story: t, steps: []}]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 10)]
+    write(project / "data" / "bomb.yml", "\n".join(lines) + "\nstories: *a9\n")
+    found = read_project(project / "data")
+    assert len(found.data.messages) == 4
+    [entry] = found.skipped_files
+    assert entry.startswith(str(project / "data" / "bomb.yml:1: not valid YAML (its aliases expand"))
+
+
 @pytest.mark.parametrize("broken", [
     "nlu:\n- intent: a\n  examples: [\n",                          # the nlu: key
     "version: '3.1'\nnlu:\n- intent: a\n  examples: |\n    - x\n  - y: [\n",  # later on

@@ -1,5 +1,6 @@
 import json
 import logging
+import re
 import textwrap
 from pathlib import Path
 
@@ -154,6 +155,70 @@ def test_yaml_malformed_line_number_is_right():
     content = "nlu:\n- intent: greet\n  examples: |\n    - hi\nresponses: : x\n"
     with pytest.raises(DataError, match=r"^nlu\.yml:5: invalid YAML"):
         parse_rasa_yaml(content, "nlu.yml")
+
+
+# found by tests/training_data/test_reader_properties.py (hypothesis): PyYAML's error for a
+# character YAML refuses spans two lines and has no mark; it is one line naming the line
+def test_yaml_control_character_is_one_line_naming_the_line():
+    content = "nlu:\n- intent: greet\n  examples: |\n    - hi \x1e there\n"
+    with pytest.raises(DataError) as error:
+        parse_rasa_yaml(content, "nlu.yml")
+    assert str(error.value).startswith("nlu.yml:4: invalid YAML (unacceptable character #x001e")
+    assert "\n" not in str(error.value)
+
+
+# found by the same tests: the YAML writer let characters YAML or str.splitlines() read as line
+# breaks cut an example, a synonym or a response in two (or into a space)
+@pytest.mark.parametrize("odd", ["\x1e", "\x0c", "\x0b", "\x85", "\u2028", "\u2029", "\x1c"])
+def test_yaml_writer_keeps_characters_that_break_lines(odd):
+    data = TrainingData(
+        messages=[Message(f"a{odd}b", intent="greet",
+                          entities=[{"entity": "x", "start": 0, "end": 3, "value": f"v{odd}w"}])],
+        synonyms={f"c{odd}d": "e"},
+        regex_features=[{"name": "r", "pattern": f"f{odd}g"}],
+        lookup_tables=[{"name": "t", "elements": [f"h{odd}i"]}],
+        responses={"utter_x": [{"text": f"j{odd}k"}]},
+    )
+    again = parse_rasa_yaml(dump_rasa_yaml(data), "again.yml")
+    assert [(m.text, m.entities[0]["value"]) for m in again.messages] == [(f"a{odd}b", f"v{odd}w")]
+    assert again.synonyms == {f"a{odd}b": f"v{odd}w", f"c{odd}d": "e"}
+    assert again.regex_features == data.regex_features
+    assert again.lookup_tables == data.lookup_tables
+    assert again.responses == data.responses
+
+
+def test_yaml_writer_refuses_a_synonym_with_blanks_around_it():
+    carried = TrainingData(messages=[Message("go  NYC", intent="go", entities=[
+        {"entity": "city", "start": 2, "end": 7, "value": "New York"}])], synonyms={"  NYC": "New York"})
+    again = parse_rasa_yaml(dump_rasa_yaml(carried), "again.yml")  # the example carries it
+    assert again.synonyms == {"  NYC": "New York"}
+    with pytest.raises(DataError, match=r"^synonym ' NYC' of 'New York' has blanks around it"):
+        dump_rasa_yaml(TrainingData(synonyms={" NYC": "New York"}))
+
+
+def test_yaml_item_with_a_list_as_key_is_one_line():
+    # found while fuzzing by hand beside the property tests: a TypeError (unhashable type)
+    with pytest.raises(DataError, match=r"^nlu\.yml:2: an 'nlu' item's keys are names"):
+        parse_rasa_yaml("nlu:\n- ? [a]\n  : b\n", "nlu.yml")
+
+
+@pytest.mark.parametrize("reader, content, where", [
+    (parse_rasa_markdown, "## regex:zip\n- [0-9\n", "data.md:2"),
+    (parse_rasa_json, '{"rasa_nlu_data": {"regex_features": [{"name": "zip", "pattern": "[0-9"}]}}',
+     "data.md: regex_features[0]"),
+])
+def test_markdown_and_json_invalid_regex_names_the_place(reader, content, where):
+    # as the YAML reader did: a Markdown or JSON regex failed only at training, naming no file
+    expected = rf"^{re.escape(where)}: invalid regular expression '\[0-9' in regex 'zip'"
+    with pytest.raises(DataError, match=expected):
+        reader(content, "data.md")
+
+
+def test_json_offsets_that_are_booleans_are_dropped_with_a_warning():
+    content = ('{"rasa_nlu_data": {"common_examples": [{"text": "ab", "intent": "i", '
+               '"entities": [{"start": false, "end": 1, "entity": "x"}]}]}}')
+    data = parse_rasa_json(content, "data.json")
+    assert data.messages[0].entities == [] and "start=False" in data.load_warnings[0]
 
 
 def test_yaml_nlu_must_be_a_list():

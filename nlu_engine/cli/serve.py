@@ -49,6 +49,9 @@ def register(commands: Any) -> None:
     serve.add_argument("--max-text-chars", type=int, default=2_000,
                        help="longest message accepted; longer ones get 413 (default: 2000; DIET's cost "
                             "grows with the square of the length)")
+    serve.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="longest a request body may take to arrive; slower ones get 408 and "
+                            "their connection closed (default: 30)")
     serve.add_argument("--max-batch", type=int, default=64,
                        help="most concurrent requests parsed as one batch (default: 64)")
     serve.add_argument("--batch-wait-ms", type=float, default=1.5,
@@ -101,6 +104,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         max_body=args.max_body_bytes,
         max_text_chars=args.max_text_chars,
+        body_timeout=args.body_timeout,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait_ms / 1000,
         tf_threads=args.tf_threads,

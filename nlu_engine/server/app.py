@@ -46,6 +46,9 @@ DEFAULT_MAX_BODY = 1_000_000
 # one-letter words are 1,000 tokens); longer messages are refused with 413.
 DEFAULT_MAX_TEXT_CHARS = 2_000
 DEFAULT_MAX_BATCH_TEXTS = 1_000
+# A body still arriving after this many seconds (a client sending a byte a second) gets a 408
+# and its connection closed, so it holds a connection no longer than that.
+DEFAULT_BODY_TIMEOUT = 30.0
 
 ROUTES = [
     Route("/", endpoints.hello, methods=["GET"]),
@@ -77,6 +80,7 @@ def create_app(
     allow_components: Iterable[str] = (),
     worker_id: str | None = None,
     message_log: dict[str, Any] | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
 ) -> Starlette:
     """The ASGI app.
 
@@ -88,7 +92,8 @@ def create_app(
     classes a model may import, at startup and on ``PUT /model``; nothing else is imported.
     ``worker_id`` names this process in ``/status`` (default: ``host:pid``). ``message_log``:
     the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
-    as a dict), whose writer runs from startup to shutdown; None logs nothing.
+    as a dict), whose writer runs from startup to shutdown; None logs nothing. ``body_timeout``:
+    the seconds a request body may take to arrive (408 after that).
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -108,6 +113,7 @@ def create_app(
         allow_components=allowed_components(allow_components),
         auth=Authenticator(auth_token, jwt_secret),
         worker_id=worker_id,
+        body_timeout=body_timeout,
     )
     if message_log is not None:
         from nlu_engine.server.message_log import LogSettings, MessageLog

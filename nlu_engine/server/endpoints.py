@@ -58,12 +58,13 @@ def endpoint(protected: bool, body_token: bool = False) -> Callable[[Handler], E
                     request.query_params.get("token"), request.headers.get("authorization")
                 ):
                     if not body_token:
-                        raise RequestError(401, NOT_AUTHENTICATED)
+                        raise RequestError(401, NOT_AUTHENTICATED, close=_declares_body(request))
                     if not await _token_in_body(request, state):
                         raise RequestError(401, NOT_AUTHENTICATED_BODY)
                 return await function(request, state)
             except RequestError as error:
-                return error_response(error.status, error.message, error.reason)
+                close = {"Connection": "close"} if error.close else None
+                return error_response(error.status, error.message, error.reason, headers=close)
             except NoModelError:
                 return error_response(503, "no model is loaded; load one with PUT /model")
             except Exception as error:  # a bug, not the client's fault: logged, not shown
@@ -80,15 +81,23 @@ def endpoint(protected: bool, body_token: bool = False) -> Callable[[Handler], E
 async def request_json(request: Request, state: ServerState) -> Any:
     """The request's JSON body (read once: the token check may have read it already)."""
     if not hasattr(request.state, "json_body"):
-        request.state.json_body = await read_json(request, state.max_body)
+        request.state.json_body = await read_json(request, state.max_body, state.body_timeout)
     return request.state.json_body
+
+
+def _declares_body(request: Request) -> bool:
+    """Whether the request comes with a body (which an early answer leaves unread)."""
+    length = request.headers.get("content-length", "0").strip()
+    return length not in ("", "0") or "transfer-encoding" in request.headers
 
 
 async def _token_in_body(request: Request, state: ServerState) -> bool:
     """Whether the JSON body carries the token; a body that is not JSON carries none."""
     try:
         body = await request_json(request, state)
-    except RequestError:
+    except RequestError as error:
+        if error.close:  # too large or too slow: that answer, not "not authenticated"
+            raise
         return False
     token = body.get("token") if isinstance(body, dict) else None
     return isinstance(token, str) and state.auth.check_token(token)
@@ -181,7 +190,7 @@ async def parse_batch(request: Request, state: ServerState) -> Response:
 async def replace_model(request: Request, state: ServerState) -> Response:
     if not state.allow_reload:
         raise RequestError(409, "PUT /model needs a single worker (--workers 1); restart instead")
-    data = await read_json(request, state.max_body)
+    data = await read_json(request, state.max_body, state.body_timeout)
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object such as {\"model_file\": \"x.tar.gz\"}")
     for unsupported in ("model_server", "remote_storage"):

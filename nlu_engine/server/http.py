@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
 import math
@@ -16,11 +17,14 @@ from nlu_engine import __version__
 class RequestError(Exception):
     """A client's mistake: answered with ``status`` and a one-line message, never a traceback."""
 
-    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
+    def __init__(self, status: int, message: str, reason: str | None = None, close: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.reason = reason or _REASONS.get(status, "Error")
+        # the body was left unread: the answer closes the connection, so the server does not
+        # go on reading (and discarding) the rest of it
+        self.close = close
 
 
 _REASONS = {
@@ -29,6 +33,7 @@ _REASONS = {
     403: "NotAuthorized",
     404: "NotFound",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     409: "Conflict",
     413: "PayloadTooLarge",
     500: "InternalError",
@@ -59,27 +64,23 @@ def error_response(
     return json_response(body, status, headers)
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request body as JSON; 413 over ``limit`` bytes, 400 when it is not JSON."""
+async def read_json(request: Request, limit: int, timeout: float = 30.0) -> Any:
+    """The request body as JSON; 413 over ``limit`` bytes (declared or streamed: never read
+    further), 408 when it takes longer than ``timeout`` seconds to arrive, 400 when not JSON."""
     length = request.headers.get("content-length")
     if length is not None:
         try:
             declared = int(length)
         except ValueError:
-            raise RequestError(400, "invalid Content-Length header") from None
+            raise RequestError(400, "invalid Content-Length header", close=True) from None
         if declared > limit:
-            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}")
-    chunks: list[bytes] = []
-    size = 0
+            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}", close=True)
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise RequestError(413, f"request body is over the limit of {limit} bytes")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise RequestError(400, "the client closed the connection before sending the body") from None
-    body = b"".join(chunks)
+        async with asyncio.timeout(timeout):
+            body = await _read_body(request, limit)
+    except TimeoutError:
+        raise RequestError(408, f"the request body took longer than {timeout:g} s to arrive; "
+                                "send it at once", close=True) from None
     if not body.strip():
         raise RequestError(400, "empty request body; send JSON such as {\"text\": \"hello\"}")
     try:
@@ -87,6 +88,21 @@ async def read_json(request: Request, limit: int) -> Any:
     except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
         detail = str(error).splitlines()[0][:200] if isinstance(error, ValueError) else "nested too deeply"
         raise RequestError(400, f"request body is not valid JSON ({detail})") from None
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, chunk by chunk, refused (413) as soon as it passes ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, f"request body is over the limit of {limit} bytes", close=True)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise RequestError(400, "the client closed the connection before sending the body") from None
+    return b"".join(chunks)
 
 
 def check_time(value: Any, field: str = "time") -> float | None:

@@ -34,6 +34,7 @@ _AUTH_ERROR = _error(
     "Missing or wrong token / JWT (only when the server runs with --auth-token or --jwt-secret)"
 )
 _NO_MODEL = _error("No model is loaded")
+_SLOW_BODY = _error("The body took longer than --body-timeout to arrive (the connection is closed)")
 # A model_file the server may accept: a .tar.gz name, not a URL, no NUL character.
 MODEL_FILE_PATTERN = r"^(?!.*://)[^\u0000]*\.tar\.gz$"
 
@@ -132,6 +133,7 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "200": _json("The parse result, as `nlu-engine parse` prints it", "ParseResult"),
                 "400": _error("Invalid JSON, or 'text' missing or not a string"),
                 "401": _AUTH_ERROR,
+                "408": _SLOW_BODY,
                 "413": _error("Body over the size limit, or 'text' over the character limit"),
                 "503": _NO_MODEL,
             },
@@ -160,6 +162,7 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 },
                 "400": _error("Invalid JSON, or not a list of strings"),
                 "401": _AUTH_ERROR,
+                "408": _SLOW_BODY,
                 "413": _error("Body, number of texts or a text over its limit"),
                 "503": _NO_MODEL,
             },
@@ -191,6 +194,7 @@ def _model_path() -> dict[str, Any]:
             ),
             "401": _AUTH_ERROR,
             "404": _error("No such archive in the models folder"),
+            "408": _SLOW_BODY,
             "409": _error("Reloading is unavailable (several workers, or no models folder)"),
             "413": _error("Body over the size limit"),
         },

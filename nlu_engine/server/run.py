@@ -118,7 +118,7 @@ def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) ->
 
 
 def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: int,
-                  batch_wait: float, port: int) -> None:
+                  batch_wait: float, port: int, body_timeout: float = 30.0) -> None:
     """One line for a serving limit out of range, before anything loads."""
     if workers < 1:
         raise NLUError("--workers must be at least 1")
@@ -126,6 +126,8 @@ def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: i
         raise NLUError("--max-body-bytes must be positive")
     if max_text_chars < 1:
         raise NLUError("--max-text-chars must be positive")
+    if not body_timeout > 0:
+        raise NLUError("--body-timeout must be a positive number of seconds")
     if max_batch < 1 or not 0 <= batch_wait <= 1:
         raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
     if not 0 <= port <= 65535:
@@ -142,6 +144,7 @@ def serve(
     workers: int = 1,
     max_body: int = 1_000_000,
     max_text_chars: int = 2_000,
+    body_timeout: float = 30.0,
     max_batch: int = 64,
     batch_wait: float = 0.0015,
     tf_threads: int | None = None,
@@ -162,7 +165,7 @@ def serve(
     from nlu_engine.assembly.registry import allowed_components
     from nlu_engine.server.app import create_app, load_model
 
-    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port)
+    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port, body_timeout)
     allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))
@@ -183,6 +186,7 @@ def serve(
         "cors": cors or None,
         "max_body": max_body,
         "max_text_chars": max_text_chars,
+        "body_timeout": body_timeout,
         "batch_size": max_batch,
         "batch_wait": batch_wait,
         "allow_components": sorted(allowed),

@@ -55,6 +55,7 @@ class ServerState:
         allow_components: frozenset[str] = frozenset(),
         auth: Authenticator | None = None,
         worker_id: str | None = None,
+        body_timeout: float = 30.0,
     ) -> None:
         self.model = model
         # which process answered: several serve one port (--workers, Ray Serve replicas)
@@ -64,6 +65,7 @@ class ServerState:
         self.model_path = model_path
         self.models_dir = models_dir.resolve() if models_dir is not None else None
         self.max_body = max_body
+        self.body_timeout = body_timeout  # seconds a request body may take to arrive (else 408)
         self.max_text_chars = max_text_chars
         self.max_batch_texts = max_batch_texts
         self.allow_reload = allow_reload

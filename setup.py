@@ -29,8 +29,9 @@ EXTRAS = {
     # websockets and (through sanic) multidict to narrow ranges; TensorFlow 2.21 accepts them, so
     # a fresh install resolves (README: "Custom actions with rasa-sdk").
     "actions": ["rasa-sdk>=3.21.1,<3.22"],
-    # wheel: tests/test_setup.py builds the package without build isolation
-    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40"],
+    # wheel: tests/test_setup.py builds the package without build isolation; schemathesis: the
+    # HTTP API fuzzed against its OpenAPI document (tests/server/test_openapi_fuzz.py)
+    "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40", "schemathesis>=4.4,<5"],
     # benchmarks.studies.baseline: the CRFsuite entity baseline
     "bench": ["sklearn-crfsuite>=0.5,<0.6"],
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import math
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -106,29 +105,40 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def check_time(value: Any, field: str = "time") -> float | None:
-    """A message's time from a request (Rasa's ``time``): seconds since the epoch, a number or a
-    numeric string, or an ISO 8601 date-time (UTC when it names no zone); None when absent."""
+    """A message's time from a request (Rasa's ``time``): seconds since the epoch (years 1 to
+    9999), a number or a numeric string, or an ISO 8601 date-time (UTC when it names no zone);
+    None when absent."""
+    from nlu_engine.server.openapi import EARLIEST_TIME, LATEST_TIME
+
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if isinstance(value, str) and value.strip():
-        try:
-            number = float(value)
-        except ValueError:
-            try:
-                moment = datetime.datetime.fromisoformat(value.strip())
-            except ValueError:
-                pass
-            else:
-                if moment.tzinfo is None:
-                    moment = moment.replace(tzinfo=datetime.UTC)
-                return moment.timestamp()
-        else:
-            if math.isfinite(number):
-                return number
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value) if EARLIEST_TIME <= value <= LATEST_TIME else None
+    elif isinstance(value, str) and value.strip():
+        seconds = _seconds(value.strip())
+    if seconds is not None and EARLIEST_TIME <= seconds <= LATEST_TIME:
+        return seconds
     raise RequestError(400, f"'{field}' must be the message's time in seconds since the epoch "
                             "(e.g. 1700000000) or an ISO 8601 date-time")
+
+
+def _seconds(value: str) -> float | None:
+    """Seconds since the epoch from a numeric string or an ISO 8601 date-time; None for neither."""
+    try:
+        return float(value)  # NaN fails the range check
+    except ValueError:
+        pass
+    try:  # RFC 3339 allows a lower-case 't' and 'z'
+        moment = datetime.datetime.fromisoformat(value.upper())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    try:
+        return moment.timestamp()
+    except (OverflowError, ValueError):
+        return None
 
 
 def check_text(text: Any, field: str, max_chars: int) -> str:

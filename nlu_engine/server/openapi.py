@@ -35,6 +35,19 @@ _AUTH_ERROR = _error(
 )
 _NO_MODEL = _error("No model is loaded")
 _SLOW_BODY = _error("The body took longer than --body-timeout to arrive (the connection is closed)")
+# sender_id, message_id: any JSON; a string or number is stored by serve --log-messages, anything
+# else is stored as null
+_IDENTIFIER: dict[str, Any] = {}
+# the body's token: any JSON; only a string can be the token
+_BODY_TOKEN: dict[str, Any] = {}
+#: seconds since the epoch a message's ``time`` may be: years 1 to 9999, as Python's datetime
+EARLIEST_TIME, LATEST_TIME = -62_135_596_800, 253_402_300_799
+TIME: dict[str, Any] = {"anyOf": [
+    {"type": "null"},
+    {"type": "number", "minimum": EARLIEST_TIME, "maximum": LATEST_TIME},
+    {"type": "string", "format": "date-time"},
+    {"type": "string", "pattern": r"^[0-9]{1,11}(\.[0-9]{1,9})?$"},
+]}
 # A model_file the server may accept: a .tar.gz name, not a URL, no NUL character.
 MODEL_FILE_PATTERN = r"^(?!.*://)[^\u0000]*\.tar\.gz$"
 
@@ -122,8 +135,9 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
             "security": _SECURED,
             "parameters": [
                 {"name": "emulation_mode", "in": "query", "required": False,
-                 "description": "Only 'rasa' (the default) is supported; other values answer 400",
-                 "schema": {"type": "string"}},
+                 "description": "Only 'rasa' (the default, any case) is supported; other values "
+                                "answer 400",
+                 "schema": {"type": "string", "pattern": "^([Rr][Aa][Ss][Aa])?$"}},
             ],
             "requestBody": {
                 "required": True,
@@ -148,8 +162,8 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": {"oneOf": [
                     texts,
                     {"type": "object", "required": ["texts"],
-                     "properties": {"texts": texts, "token": {"type": ["string", "null"]},
-                                    "sender_id": {"type": ["string", "number", "null"],
+                     "properties": {"texts": texts, "token": _BODY_TOKEN,
+                                    "sender_id": {**_IDENTIFIER,
                                                   "description": "Stored with each parse by "
                                                                  "serve --log-messages"}}},
                 ]}}},
@@ -280,17 +294,17 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "required": ["text"],
         "properties": {
             "text": {**text, "example": "book a table for two in Berlin"},
-            "message_id": {"type": ["string", "number", "null"],
+            "message_id": {**_IDENTIFIER,
                            "description": "Stored with the parse by serve --log-messages; "
                                           "otherwise not used"},
-            "sender_id": {"type": ["string", "number", "null"],
+            "sender_id": {**_IDENTIFIER,
                           "description": "Stored with the parse by serve --log-messages; "
                                          "otherwise not used"},
-            "time": {"type": ["number", "string", "null"], "example": 1700000000,
+            "time": {**TIME, "example": 1700000000,
                      "description": "When the message was sent (Rasa's field): seconds since the "
-                                    "epoch or an ISO 8601 date-time; Duckling reads relative dates "
-                                    "against it (default: now)"},
-            "token": {"type": ["string", "null"],
+                                    "epoch (years 1 to 9999) or an ISO 8601 date-time; Duckling reads "
+                                    "relative dates against it (default: now)"},
+            "token": {**_BODY_TOKEN,
                       "description": "The --auth-token value, where Rasa's dialogue server sends it "
                                      "(endpoints.yml `nlu: token:`); ?token= and Bearer work too"},
         },

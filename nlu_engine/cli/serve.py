@@ -43,7 +43,7 @@ def register(commands: Any) -> None:
                        help="allow cross-origin requests from ORIGIN ('*' for any); repeatable")
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes, each with its own copy of the model (default: 1; "
-                            "PUT /model needs 1)")
+                            "PUT /model reaches every worker; DELETE /model needs 1)")
     serve.add_argument("--max-body-bytes", type=int, default=1_000_000,
                        help="largest request body accepted; larger ones get 413 (default: 1000000)")
     serve.add_argument("--max-text-chars", type=int, default=2_000,

@@ -81,6 +81,7 @@ def create_app(
     worker_id: str | None = None,
     message_log: dict[str, Any] | None = None,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    swap_file: str | Path | None = None,
 ) -> Starlette:
     """The ASGI app.
 
@@ -93,7 +94,8 @@ def create_app(
     ``worker_id`` names this process in ``/status`` (default: ``host:pid``). ``message_log``:
     the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
     as a dict), whose writer runs from startup to shutdown; None logs nothing. ``body_timeout``:
-    the seconds a request body may take to arrive (408 after that).
+    the seconds a request body may take to arrive (408 after that). ``swap_file``: shared by the
+    workers of one ``serve --workers N``, through which ``PUT /model`` reaches all of them.
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -114,6 +116,7 @@ def create_app(
         auth=Authenticator(auth_token, jwt_secret),
         worker_id=worker_id,
         body_timeout=body_timeout,
+        swap_file=Path(swap_file) if swap_file is not None else None,
     )
     if message_log is not None:
         from nlu_engine.server.message_log import LogSettings, MessageLog
@@ -152,9 +155,18 @@ def _lifespan(state: ServerState) -> Callable[[Starlette], contextlib.AbstractAs
             await asyncio.to_thread(log.start)
         if state.model is None and state.model_path is not None:
             await startup_load(state)
+        follower = None
+        if state.swap_file is not None:
+            from nlu_engine.server.swaps import follow
+
+            follower = asyncio.create_task(follow(state, state.swap_file))
         try:
             yield
         finally:
+            if follower is not None:
+                follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follower
             state.batcher.close()
             if log is not None:
                 await asyncio.to_thread(log.close)

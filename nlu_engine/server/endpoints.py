@@ -34,6 +34,7 @@ from nlu_engine.server.http import (
 from nlu_engine.server.message_log import identifier
 from nlu_engine.server.openapi import openapi_document
 from nlu_engine.server.state import ServerState, load_model
+from nlu_engine.server.swaps import announce
 
 logger = logging.getLogger("nlu_engine.server")
 
@@ -188,8 +189,8 @@ async def parse_batch(request: Request, state: ServerState) -> Response:
 
 @endpoint(protected=True)
 async def replace_model(request: Request, state: ServerState) -> Response:
-    if not state.allow_reload:
-        raise RequestError(409, "PUT /model needs a single worker (--workers 1); restart instead")
+    if not state.allow_reload and state.swap_file is None:
+        raise RequestError(409, "PUT /model is not available on this server; restart it instead")
     data = await read_json(request, state.max_body, state.body_timeout)
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object such as {\"model_file\": \"x.tar.gz\"}")
@@ -197,9 +198,7 @@ async def replace_model(request: Request, state: ServerState) -> Response:
         if data.get(unsupported):
             raise RequestError(400, f"'{unsupported}' is not supported; name an archive in the models folder")
     path = state.resolve_model_file(data.get("model_file"))
-    if state.reload_lock is None:
-        state.reload_lock = asyncio.Lock()
-    async with state.reload_lock:
+    async with state.lock():
         try:
             new_model = await asyncio.to_thread(load_model, path, state.allow_components)
         except NLUError as error:
@@ -210,13 +209,16 @@ async def replace_model(request: Request, state: ServerState) -> Response:
             raise RequestError(400, f"could not load the model: {message}") from None
         state.model = new_model  # atomic swap; batches in flight finish on the old model
         state.model_path = path
+        if state.swap_file is not None:  # --workers N: the others follow (swaps.py)
+            announce(state.swap_file, path)
     return Response(status_code=204)
 
 
 @endpoint(protected=True)
 async def unload_model(request: Request, state: ServerState) -> Response:
     if not state.allow_reload:
-        raise RequestError(409, "DELETE /model needs a single worker (--workers 1)")
+        raise RequestError(409, "DELETE /model needs a single worker (--workers 1); "
+                                "PUT /model another archive instead")
     state.model = None
     logger.info("model unloaded")
     return Response(status_code=204)

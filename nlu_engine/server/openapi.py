@@ -191,7 +191,9 @@ def _model_path() -> dict[str, Any]:
     "put": {
         "summary": "Replace the loaded model by an archive from the server's models folder",
         "description": (
-            "Requests keep being answered (by the old model) while the new one loads. "
+            "Requests keep being answered (by the old model) while the new one loads. With "
+            "several workers, the one that receives the request loads the archive and the "
+            "others follow within about a second. "
             "The archive may use registered components, and custom ones only if the "
             "server was started allowing them (--allow-component, --config)."
         ),
@@ -209,7 +211,7 @@ def _model_path() -> dict[str, Any]:
             "401": _AUTH_ERROR,
             "404": _error("No such archive in the models folder"),
             "408": _SLOW_BODY,
-            "409": _error("Reloading is unavailable (several workers, or no models folder)"),
+            "409": _error("Reloading is unavailable (no models folder)"),
             "413": _error("Body over the size limit"),
         },
     },

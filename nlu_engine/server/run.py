@@ -2,8 +2,9 @@
 one-line error before anything listens, then serve until SIGINT/SIGTERM.
 
 With ``--workers N > 1`` uvicorn starts N processes that each load the model (settings travel
-in the ``NLU_ENGINE_SERVE`` environment variable to :func:`app_from_environment`); model
-reloading over HTTP is then disabled, since each worker holds its own copy.
+in the ``NLU_ENGINE_SERVE`` environment variable to :func:`app_from_environment`); ``PUT /model``
+then reaches every worker through a shared swap file (:mod:`nlu_engine.server.swaps`), and
+``DELETE /model`` is refused (a worker without a model would answer 503 beside the others).
 """
 
 from __future__ import annotations
@@ -212,18 +213,21 @@ def serve(
 
 def run_workers(workers: int, settings: dict[str, Any], common: dict[str, Any]) -> None:
     """``workers`` uvicorn processes on one socket, each loading the model from ``settings``
-    (passed in the environment) and given its share of the cores for BLAS threads."""
+    (passed in the environment) and given its share of the cores for BLAS threads; a swap file
+    in a temporary folder carries ``PUT /model`` from one worker to all (swaps.py)."""
     from uvicorn.supervisors import Multiprocess
 
-    os.environ[ENV_SETTINGS] = json.dumps(settings)
-    os.environ.update(blas_thread_environment(workers, os.environ))
-    config = NoDelayConfig(
-        "nlu_engine.server.run:app_from_environment", factory=True, workers=workers, **common
-    )
-    # as uvicorn.run does it (older uvicorn versions also take the target)
-    takes_target = "target" in inspect.signature(Multiprocess).parameters
-    extra = {"target": uvicorn.Server(config).run} if takes_target else {}
-    Multiprocess(config, sockets=[config.bind_socket()], **extra).run()
+    with tempfile.TemporaryDirectory(prefix="nlu-serve-") as shared:
+        os.environ[ENV_SETTINGS] = json.dumps({**settings, "swap_file": str(Path(shared) / "swap.json")})
+        os.environ.update(blas_thread_environment(workers, os.environ))
+        config = NoDelayConfig(
+            "nlu_engine.server.run:app_from_environment", factory=True, workers=workers, **common
+        )
+        # as uvicorn.run does it (older uvicorn versions also take the target)
+        takes_target = "target" in inspect.signature(Multiprocess).parameters
+        extra = {"target": uvicorn.Server(config).run} if takes_target else {}
+        Multiprocess(config, sockets=[config.bind_socket()], **extra).run()
+
 
 def app_from_environment() -> Any:
     """The app of one worker process (``--workers N``), configured by ``NLU_ENGINE_SERVE``."""

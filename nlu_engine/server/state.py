@@ -56,6 +56,7 @@ class ServerState:
         auth: Authenticator | None = None,
         worker_id: str | None = None,
         body_timeout: float = 30.0,
+        swap_file: Path | None = None,
     ) -> None:
         self.model = model
         # which process answered: several serve one port (--workers, Ray Serve replicas)
@@ -76,8 +77,16 @@ class ServerState:
             max_cost=max(max_text_chars, 1) ** 2,  # one message of the longest kind per batch
         )
         self.reload_lock: asyncio.Lock | None = None
+        # serve --workers N: the file through which PUT /model reaches every worker (swaps.py)
+        self.swap_file = swap_file
         self.started = time.time()
         self.message_log: MessageLog | None = None  # serve --log-messages
+
+    def lock(self) -> asyncio.Lock:
+        """The lock a model swap holds while it loads (made in the server's event loop)."""
+        if self.reload_lock is None:
+            self.reload_lock = asyncio.Lock()
+        return self.reload_lock
 
     def require_model(self) -> Model:
         model = self.model

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-from benchmarks.perf.soak import run  # noqa: E402
+from benchmarks.perf.soak import run
 
 
 def test_a_short_soak_has_no_unexpected_errors() -> None:

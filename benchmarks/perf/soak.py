@@ -157,15 +157,22 @@ def sample_rss(server_pid: int, start: float, deadline: float, samples: list[dic
 
 
 def growth(samples: list[dict[str, Any]], baseline_s: float) -> dict[str, dict[str, float]]:
-    """Per worker: RSS at ``baseline_s`` (the first sample from then on), at the end (median of
-    the last 5 samples), the growth in percent and the peak."""
+    """Per worker: RSS at ``baseline_s`` (the first sample from then on) and at the end (median of
+    the last 5 samples), and the peak of the ``baseline_s`` seconds after the baseline against
+    the peak of the last ``baseline_s`` seconds (RSS steps with the model loaded, so peaks over
+    a window compare like with like), each as a growth in percent."""
     workers: dict[str, dict[str, float]] = {}
+    end_t = samples[-1]["t"]
     for pid in sorted({pid for s in samples for pid in s["rss_mb"]}):
         series = [(s["t"], s["rss_mb"][pid]) for s in samples if pid in s["rss_mb"]]
         after = [mb for t, mb in series if t >= baseline_s] or [series[-1][1]]
         end = statistics.median(mb for _, mb in series[-5:])
+        first = max((mb for t, mb in series if baseline_s <= t < 2 * baseline_s), default=after[0])
+        last = max((mb for t, mb in series if t >= end_t - baseline_s), default=end)
         workers[pid] = {"baseline_mb": after[0], "end_mb": round(end, 1),
                         "growth_pct": round(100 * (end - after[0]) / after[0], 2),
+                        "peak_after_baseline_mb": first, "peak_last_window_mb": last,
+                        "peak_growth_pct": round(100 * (last - first) / first, 2),
                         "peak_mb": max(mb for _, mb in series)}
     return workers
 

@@ -46,7 +46,7 @@ test-slow: install
 # $(HTTP_EXAMPLES) generated requests per operation, mode and kind (make test runs 12)
 HTTP_EXAMPLES ?= 2000
 fuzz-http: install
-	NLU_ENGINE_FUZZ_HTTP_EXAMPLES=$(HTTP_EXAMPLES) $(BIN)/python -m pytest -q tests/server/test_openapi_fuzz.py
+	NLU_ENGINE_FUZZ_HTTP_EXAMPLES=$(HTTP_EXAMPLES) $(BIN)/python -m pytest -q -rP tests/server/test_openapi_fuzz.py
 
 lint: install
 	$(BIN)/ruff check nlu_engine tests benchmarks examples setup.py

@@ -48,8 +48,9 @@ TIME: dict[str, Any] = {"anyOf": [
     {"type": "string", "format": "date-time"},
     {"type": "string", "pattern": r"^[0-9]{1,11}(\.[0-9]{1,9})?$"},
 ]}
-# A model_file the server may accept: a .tar.gz name, not a URL, no NUL character.
-MODEL_FILE_PATTERN = r"^(?!.*://)[^\u0000]*\.tar\.gz$"
+# A model_file the server may accept: a .tar.gz name relative to the models folder (not
+# absolute, no '..' segment), not a URL, no NUL character.
+MODEL_FILE_PATTERN = r"^(?!.*://)(?!/)(?!(?:.*/)?\.\.(?:/|$))[^\u0000]*\.tar\.gz$"
 
 
 def openapi_document(max_text_chars: int = 2_000, max_batch_texts: int = 1_000) -> dict[str, Any]:
@@ -316,9 +317,10 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "required": ["model_file"],
         "properties": {
             "model_file": {"type": "string", "minLength": 1, "pattern": MODEL_FILE_PATTERN,
-                           "description": "Name (or path) of a .tar.gz inside the models folder"},
-            "model_server": {"description": "Not supported (400 when set)"},
-            "remote_storage": {"description": "Not supported (400 when set)"},
+                           "description": "Name (or relative path) of a .tar.gz inside the "
+                                          "models folder"},
+            "model_server": {"type": "null", "description": "Not supported (400 when set)"},
+            "remote_storage": {"type": "null", "description": "Not supported (400 when set)"},
         },
     },
     }

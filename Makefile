@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props
+.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props fuzz-http
 
 install: $(STAMP)
 
@@ -42,6 +42,12 @@ test-deps:
 
 test-slow: install
 	$(BIN)/python -m pytest -q -m slow
+
+# schemathesis against the HTTP API's OpenAPI document, every operation, token and JWT modes, with
+# $(HTTP_EXAMPLES) generated requests per operation, mode and kind (make test runs 12)
+HTTP_EXAMPLES ?= 2000
+fuzz-http: install
+	NLU_ENGINE_FUZZ_HTTP_EXAMPLES=$(HTTP_EXAMPLES) $(BIN)/python -m pytest -q -rP tests/server/test_openapi_fuzz.py
 
 lint: install
 	$(BIN)/ruff check nlu_engine tests benchmarks examples fuzz setup.py

@@ -178,6 +178,7 @@ def extract_archive(
             manifest = _read_manifest(path, tar, members)
             check_manifest(manifest, str(path), allow_components, members)
             _extract_members(path, tar, members, destination, limit)
+            _check_json_members(path, members, destination)
     except ArchiveError:
         raise
     except (tarfile.TarError, EOFError, OSError, zlib.error) as error:
@@ -319,10 +320,39 @@ def _read_manifest(path: Path, tar: tarfile.TarFile, members: list[tarfile.TarIn
     assert source is not None
     data = b"".join(iter(lambda: source.read(CHUNK), b""))
     try:
-        return json.loads(data.decode("utf-8"))
+        return json.loads(data.decode("utf-8"), parse_constant=_non_finite)
+    except NonFiniteJSON as error:
+        raise ArchiveError(f"model archive '{path}': {MANIFEST} holds {error}, which JSON does not "
+                           "allow; refusing to load (retrain the model or restore its archive)") from None
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
         detail = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         raise ArchiveError(f"model archive '{path}': {MANIFEST} is not valid JSON ({detail})") from None
+
+
+class NonFiniteJSON(ValueError):
+    """NaN, Infinity or -Infinity in a JSON file: Python's json reads them, JSON does not."""
+
+
+def _non_finite(constant: str) -> Any:
+    raise NonFiniteJSON(constant)
+
+
+def _check_json_members(path: Path, members: list[tarfile.TarInfo], destination: Path) -> None:
+    """Refuse a ``.json`` member holding NaN or Infinity, which a component would read (Python's
+    json accepts them) and pass on as a threshold, a weight or a confidence. Anything else wrong
+    with a file is its component's to report."""
+    for member in members:
+        if not (member.isfile() and member.name.endswith(".json")):
+            continue
+        try:
+            json.loads((destination / _normal(member.name)).read_bytes(), parse_constant=_non_finite)
+        except NonFiniteJSON as error:
+            raise ArchiveError(
+                f"model archive '{path}': {_normal(member.name)} holds {error}, which JSON does not "
+                "allow; refusing to load (retrain the model or restore its archive)"
+            ) from None
+        except (ValueError, RecursionError):
+            continue
 
 
 def check_manifest(

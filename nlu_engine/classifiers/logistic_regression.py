@@ -14,7 +14,7 @@ from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
 from nlu_engine.contract.message import TEXT, Message
-from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.npz import Expected, load_npz, refusal
 from nlu_engine.contract.training_data import TrainingData
 
 
@@ -118,15 +118,41 @@ class LogisticRegressionClassifier(IntentClassifier):
     def persist(self, directory: Path) -> None:
         np.savez(directory / "weights.npz", coef=self.coef_, intercept=self.intercept_)
         (directory / "classes.json").write_text(json.dumps(self.classes_))
+        (directory / SHAPES_FILE).write_text(json.dumps({"width": self.width_}))
         self.calibration_.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
         component = cls(**config)
-        weights = load_npz(directory / "weights.npz")
-        component.coef_ = weights["coef"]
-        component.intercept_ = weights["intercept"]
-        component.classes_ = json.loads((directory / "classes.json").read_text())
+        classes = json.loads((directory / "classes.json").read_text())
+        if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+            raise refusal(directory / "classes.json", "is not a list of intent names")
+        component.classes_ = classes
+        rows = len(classes) if len(classes) > 2 else 1  # one row for two classes (and fewer)
+        width = _recorded_width(directory)  # None in archives made before it was recorded
+        shape = (rows, width) if width is not None else None
+        path = directory / "weights.npz"
+        weights = load_npz(path, {"coef": Expected(shape, "float32"),
+                                  "intercept": Expected((rows,), "float32")})
+        component.coef_, component.intercept_ = weights["coef"], weights["intercept"]
+        if component.coef_.ndim != 2 or component.coef_.shape[0] != rows:
+            raise refusal(path, f"array 'coef' has shape {component.coef_.shape}, not {rows} row(s), "
+                                f"one per intent of classes.json")
         component.width_ = component.coef_.shape[1]
         component.calibration_ = calibration.Calibration.load(directory)
         return component
+
+
+SHAPES_FILE = "shapes.json"
+
+
+def _recorded_width(directory: Path) -> int | None:
+    """The feature width the weights were trained on, as ``persist`` recorded it."""
+    path = directory / SHAPES_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    width = data.get("width") if isinstance(data, dict) else None
+    if not isinstance(width, int) or isinstance(width, bool) or width < 0:
+        raise refusal(path, "'width' is not a feature count")
+    return width

@@ -22,6 +22,7 @@ Everything learned is plain numbers (``sentence_head.npz``).
 
 from __future__ import annotations
 
+import json
 import logging
 import warnings
 from collections.abc import Collection
@@ -33,12 +34,15 @@ import numpy as np
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.message import TEXT, Message
-from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.threads import single_blas_thread
 
 logger = logging.getLogger(__name__)
 
 HEAD_FILE = "sentence_head.npz"
+#: the head's input width D, recorded beside its weights (absent in archives made before)
+HEAD_SHAPE_FILE = "sentence_head.json"
+FLOATS = ("float16", "float32", "float64")
 #: the inverse regularisation strength (scores on the 10-shot file: C 1 83.3, 10 84.1, 100 84.3)
 C = 10.0
 #: the cross-fitting folds (fewer when no intent has that many examples)
@@ -107,21 +111,37 @@ class SentenceHead:
 
     def persist(self, directory: Path) -> None:
         np.savez(directory / HEAD_FILE, weights=self.weights, bias=self.bias)
+        (directory / HEAD_SHAPE_FILE).write_text(json.dumps({"features": int(self.weights.shape[0])}))
 
     @classmethod
-    def load(cls, directory: Path) -> SentenceHead | None:
+    def load(cls, directory: Path, labels: int | None = None) -> SentenceHead | None:
         """The stored head, or None when the folder has none (a model trained on more data, or
-        from before the head existed)."""
+        from before the head existed). ``labels``: the intents it must rank (its columns)."""
         path = directory / HEAD_FILE
         if not path.is_file():
             return None
-        arrays = load_npz(path)
+        arrays = load_npz(path, {"weights": Expected(dtype=FLOATS), "bias": Expected(dtype=FLOATS)})
         weights, bias = arrays["weights"].astype(np.float32), arrays["bias"].astype(np.float32)
-        if weights.ndim != 2 or bias.shape != (weights.shape[1],):
+        if weights.ndim != 2 or 0 in weights.shape or bias.shape != (weights.shape[1],):
             raise ValueError(f"{HEAD_FILE}: the weights [D, N] and bias [N] do not fit together")
         if not (np.isfinite(weights).all() and np.isfinite(bias).all()):
             raise ValueError(f"{HEAD_FILE}: the weights hold NaN or infinite values")
+        features = _recorded_features(directory / HEAD_SHAPE_FILE)
+        if (features is not None and weights.shape[0] != features) or (
+                labels is not None and weights.shape[1] != labels):
+            raise ValueError(f"{HEAD_FILE}: the weights are {list(weights.shape)}, not the "
+                             f"[{features or 'D'}, {labels or 'N'}] of the features and intents")
         return cls(weights=weights, bias=bias)
+
+
+def _recorded_features(path: Path) -> int | None:
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    features = data.get("features") if isinstance(data, dict) else None
+    if not isinstance(features, int) or isinstance(features, bool) or features < 1:
+        raise ValueError(f"{HEAD_SHAPE_FILE}: 'features' is not a feature count")
+    return features
 
 
 def cross_fit_folds(labels: np.ndarray, folds: int = FOLDS, seed: int | None = 42) -> np.ndarray:

@@ -43,7 +43,7 @@ from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
-from nlu_engine.contract.npz import load_npz
+from nlu_engine.contract.npz import Expected, load_npz, refusal
 from nlu_engine.contract.training_data import TrainingData
 
 logger = logging.getLogger(__name__)
@@ -204,7 +204,10 @@ class SklearnIntentClassifier(IntentClassifier):
         component.search_ = dict(state.get("search", {}))
         component.model_ = None
         if state.get("trained"):
-            component.model_ = SVMModel.from_arrays(load_npz(Path(directory) / MODEL_FILE), state)
+            path = Path(directory) / MODEL_FILE
+            arrays = load_npz(path, svm_expected(len(component.classes_)))
+            check_support_vectors(path, arrays, len(component.classes_), component.width_)
+            component.model_ = SVMModel.from_arrays(arrays, state)
         component.calibration_ = calibration.Calibration.load(Path(directory))
         return component
 
@@ -410,6 +413,40 @@ class SVMModel:
             coef0=float(params.get("coef0", 0.0)),
             C=float(params.get("C", 1.0)),
         )
+
+
+def svm_expected(n_classes: int) -> dict[str, Expected]:
+    """The shapes and dtypes of a fitted SVM's arrays that the number of intents fixes."""
+    pairs = n_classes * (n_classes - 1) // 2
+    return {
+        "sv_data": Expected(None, "float64"), "sv_indices": Expected(None, "int64"),
+        "sv_indptr": Expected(None, "int64"), "sv_shape": Expected((2,), "int64"),
+        "n_support": Expected((n_classes,), "int64"), "dual_coef": Expected(None, "float64"),
+        "intercept": Expected((pairs,), "float64"), "prob_a": Expected((pairs,), "float64"),
+        "prob_b": Expected((pairs,), "float64"),
+    }
+
+
+def check_support_vectors(path: Path, arrays: dict[str, np.ndarray], n_classes: int, width: int) -> None:
+    """Refuse support vectors whose sparse layout does not hold together (scipy's native code
+    would read out of bounds) or does not fit the intents and the feature width."""
+    rows, columns = (int(v) for v in arrays["sv_shape"])
+    data, indices, indptr = arrays["sv_data"], arrays["sv_indices"], arrays["sv_indptr"]
+    problems = [
+        (columns != width, f"'sv_shape' has {columns} columns, not the {width} features recorded"),
+        (rows < 0 or int(arrays["n_support"].sum()) != rows or (arrays["n_support"] < 0).any(),
+         "'n_support' does not add up to the support vectors of 'sv_shape'"),
+        (data.ndim != 1 or indices.shape != data.shape, "'sv_data' and 'sv_indices' differ in length"),
+        (indptr.shape != (rows + 1,) or (len(indptr) and (indptr[0] != 0 or indptr[-1] != len(data)))
+         or bool((np.diff(indptr) < 0).any()), "'sv_indptr' is not a row index of 'sv_data'"),
+        (bool(len(indices)) and (int(indices.min()) < 0 or int(indices.max()) >= columns),
+         "'sv_indices' points outside the feature width"),
+        (arrays["dual_coef"].shape != (max(n_classes - 1, 0), rows),
+         f"'dual_coef' has shape {arrays['dual_coef'].shape}, not {(n_classes - 1, rows)}"),
+    ]
+    for failed, problem in problems:
+        if failed:
+            raise refusal(path, problem)
 
 
 # --- libsvm's probability routines in NumPy -------------------------------------------------

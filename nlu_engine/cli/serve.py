@@ -43,12 +43,15 @@ def register(commands: Any) -> None:
                        help="allow cross-origin requests from ORIGIN ('*' for any); repeatable")
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes, each with its own copy of the model (default: 1; "
-                            "PUT /model needs 1)")
+                            "PUT /model reaches every worker; DELETE /model needs 1)")
     serve.add_argument("--max-body-bytes", type=int, default=1_000_000,
                        help="largest request body accepted; larger ones get 413 (default: 1000000)")
     serve.add_argument("--max-text-chars", type=int, default=2_000,
                        help="longest message accepted; longer ones get 413 (default: 2000; DIET's cost "
                             "grows with the square of the length)")
+    serve.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
+                       help="longest a request body may take to arrive; slower ones get 408 and "
+                            "their connection closed (default: 30)")
     serve.add_argument("--max-batch", type=int, default=64,
                        help="most concurrent requests parsed as one batch (default: 64)")
     serve.add_argument("--batch-wait-ms", type=float, default=1.5,
@@ -102,6 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         max_body=args.max_body_bytes,
         max_text_chars=args.max_text_chars,
+        body_timeout=args.body_timeout,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait_ms / 1000,
         tf_threads=args.tf_threads,

@@ -46,6 +46,9 @@ DEFAULT_MAX_BODY = 1_000_000
 # one-letter words are 1,000 tokens); longer messages are refused with 413.
 DEFAULT_MAX_TEXT_CHARS = 2_000
 DEFAULT_MAX_BATCH_TEXTS = 1_000
+# A body still arriving after this many seconds (a client sending a byte a second) gets a 408
+# and its connection closed, so it holds a connection no longer than that.
+DEFAULT_BODY_TIMEOUT = 30.0
 
 ROUTES = [
     Route("/", endpoints.hello, methods=["GET"]),
@@ -78,6 +81,8 @@ def create_app(
     worker_id: str | None = None,
     message_log: dict[str, Any] | None = None,
     runtime: str | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    swap_file: str | Path | None = None,
 ) -> Starlette:
     """The ASGI app.
 
@@ -91,6 +96,9 @@ def create_app(
     the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
     as a dict), whose writer runs from startup to shutdown; None logs nothing. ``runtime``:
     the parse runtime of every model loaded (``serve --runtime``; None: each archive's own).
+    ``body_timeout``:
+    the seconds a request body may take to arrive (408 after that). ``swap_file``: shared by the
+    workers of one ``serve --workers N``, through which ``PUT /model`` reaches all of them.
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -111,6 +119,8 @@ def create_app(
         auth=Authenticator(auth_token, jwt_secret),
         worker_id=worker_id,
         runtime=runtime,
+        body_timeout=body_timeout,
+        swap_file=Path(swap_file) if swap_file is not None else None,
     )
     if message_log is not None:
         from nlu_engine.server.message_log import LogSettings, MessageLog
@@ -149,9 +159,18 @@ def _lifespan(state: ServerState) -> Callable[[Starlette], contextlib.AbstractAs
             await asyncio.to_thread(log.start)
         if state.model is None and state.model_path is not None:
             await startup_load(state)
+        follower = None
+        if state.swap_file is not None:
+            from nlu_engine.server.swaps import follow
+
+            follower = asyncio.create_task(follow(state, state.swap_file))
         try:
             yield
         finally:
+            if follower is not None:
+                follower.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await follower
             state.batcher.close()
             if log is not None:
                 await asyncio.to_thread(log.close)

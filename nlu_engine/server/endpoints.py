@@ -34,6 +34,7 @@ from nlu_engine.server.http import (
 from nlu_engine.server.message_log import identifier
 from nlu_engine.server.openapi import openapi_document
 from nlu_engine.server.state import ServerState, load_model
+from nlu_engine.server.swaps import announce
 
 logger = logging.getLogger("nlu_engine.server")
 
@@ -58,12 +59,13 @@ def endpoint(protected: bool, body_token: bool = False) -> Callable[[Handler], E
                     request.query_params.get("token"), request.headers.get("authorization")
                 ):
                     if not body_token:
-                        raise RequestError(401, NOT_AUTHENTICATED)
+                        raise RequestError(401, NOT_AUTHENTICATED, close=_declares_body(request))
                     if not await _token_in_body(request, state):
                         raise RequestError(401, NOT_AUTHENTICATED_BODY)
                 return await function(request, state)
             except RequestError as error:
-                return error_response(error.status, error.message, error.reason)
+                close = {"Connection": "close"} if error.close else None
+                return error_response(error.status, error.message, error.reason, headers=close)
             except NoModelError:
                 return error_response(503, "no model is loaded; load one with PUT /model")
             except Exception as error:  # a bug, not the client's fault: logged, not shown
@@ -80,15 +82,23 @@ def endpoint(protected: bool, body_token: bool = False) -> Callable[[Handler], E
 async def request_json(request: Request, state: ServerState) -> Any:
     """The request's JSON body (read once: the token check may have read it already)."""
     if not hasattr(request.state, "json_body"):
-        request.state.json_body = await read_json(request, state.max_body)
+        request.state.json_body = await read_json(request, state.max_body, state.body_timeout)
     return request.state.json_body
+
+
+def _declares_body(request: Request) -> bool:
+    """Whether the request comes with a body (which an early answer leaves unread)."""
+    length = request.headers.get("content-length", "0").strip()
+    return length not in ("", "0") or "transfer-encoding" in request.headers
 
 
 async def _token_in_body(request: Request, state: ServerState) -> bool:
     """Whether the JSON body carries the token; a body that is not JSON carries none."""
     try:
         body = await request_json(request, state)
-    except RequestError:
+    except RequestError as error:
+        if error.close:  # too large or too slow: that answer, not "not authenticated"
+            raise
         return False
     token = body.get("token") if isinstance(body, dict) else None
     return isinstance(token, str) and state.auth.check_token(token)
@@ -180,18 +190,16 @@ async def parse_batch(request: Request, state: ServerState) -> Response:
 
 @endpoint(protected=True)
 async def replace_model(request: Request, state: ServerState) -> Response:
-    if not state.allow_reload:
-        raise RequestError(409, "PUT /model needs a single worker (--workers 1); restart instead")
-    data = await read_json(request, state.max_body)
+    if not state.allow_reload and state.swap_file is None:
+        raise RequestError(409, "PUT /model is not available on this server; restart it instead")
+    data = await read_json(request, state.max_body, state.body_timeout)
     if not isinstance(data, dict):
         raise RequestError(400, "request body must be a JSON object such as {\"model_file\": \"x.tar.gz\"}")
     for unsupported in ("model_server", "remote_storage"):
         if data.get(unsupported):
             raise RequestError(400, f"'{unsupported}' is not supported; name an archive in the models folder")
     path = state.resolve_model_file(data.get("model_file"))
-    if state.reload_lock is None:
-        state.reload_lock = asyncio.Lock()
-    async with state.reload_lock:
+    async with state.lock():
         try:
             new_model = await asyncio.to_thread(load_model, path, state.allow_components, state.runtime)
         except NLUError as error:
@@ -202,13 +210,16 @@ async def replace_model(request: Request, state: ServerState) -> Response:
             raise RequestError(400, f"could not load the model: {message}") from None
         state.model = new_model  # atomic swap; batches in flight finish on the old model
         state.model_path = path
+        if state.swap_file is not None:  # --workers N: the others follow (swaps.py)
+            announce(state.swap_file, path)
     return Response(status_code=204)
 
 
 @endpoint(protected=True)
 async def unload_model(request: Request, state: ServerState) -> Response:
     if not state.allow_reload:
-        raise RequestError(409, "DELETE /model needs a single worker (--workers 1)")
+        raise RequestError(409, "DELETE /model needs a single worker (--workers 1); "
+                                "PUT /model another archive instead")
     state.model = None
     logger.info("model unloaded")
     return Response(status_code=204)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import json
-import math
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
@@ -16,11 +16,14 @@ from nlu_engine import __version__
 class RequestError(Exception):
     """A client's mistake: answered with ``status`` and a one-line message, never a traceback."""
 
-    def __init__(self, status: int, message: str, reason: str | None = None) -> None:
+    def __init__(self, status: int, message: str, reason: str | None = None, close: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.reason = reason or _REASONS.get(status, "Error")
+        # the body was left unread: the answer closes the connection, so the server does not
+        # go on reading (and discarding) the rest of it
+        self.close = close
 
 
 _REASONS = {
@@ -29,6 +32,7 @@ _REASONS = {
     403: "NotAuthorized",
     404: "NotFound",
     405: "MethodNotAllowed",
+    408: "RequestTimeout",
     409: "Conflict",
     413: "PayloadTooLarge",
     500: "InternalError",
@@ -59,27 +63,23 @@ def error_response(
     return json_response(body, status, headers)
 
 
-async def read_json(request: Request, limit: int) -> Any:
-    """The request body as JSON; 413 over ``limit`` bytes, 400 when it is not JSON."""
+async def read_json(request: Request, limit: int, timeout: float = 30.0) -> Any:
+    """The request body as JSON; 413 over ``limit`` bytes (declared or streamed: never read
+    further), 408 when it takes longer than ``timeout`` seconds to arrive, 400 when not JSON."""
     length = request.headers.get("content-length")
     if length is not None:
         try:
             declared = int(length)
         except ValueError:
-            raise RequestError(400, "invalid Content-Length header") from None
+            raise RequestError(400, "invalid Content-Length header", close=True) from None
         if declared > limit:
-            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}")
-    chunks: list[bytes] = []
-    size = 0
+            raise RequestError(413, f"request body is {declared} bytes; the limit is {limit}", close=True)
     try:
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise RequestError(413, f"request body is over the limit of {limit} bytes")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise RequestError(400, "the client closed the connection before sending the body") from None
-    body = b"".join(chunks)
+        async with asyncio.timeout(timeout):
+            body = await _read_body(request, limit)
+    except TimeoutError:
+        raise RequestError(408, f"the request body took longer than {timeout:g} s to arrive; "
+                                "send it at once", close=True) from None
     if not body.strip():
         raise RequestError(400, "empty request body; send JSON such as {\"text\": \"hello\"}")
     try:
@@ -89,30 +89,56 @@ async def read_json(request: Request, limit: int) -> Any:
         raise RequestError(400, f"request body is not valid JSON ({detail})") from None
 
 
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, chunk by chunk, refused (413) as soon as it passes ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise RequestError(413, f"request body is over the limit of {limit} bytes", close=True)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise RequestError(400, "the client closed the connection before sending the body") from None
+    return b"".join(chunks)
+
+
 def check_time(value: Any, field: str = "time") -> float | None:
-    """A message's time from a request (Rasa's ``time``): seconds since the epoch, a number or a
-    numeric string, or an ISO 8601 date-time (UTC when it names no zone); None when absent."""
+    """A message's time from a request (Rasa's ``time``): seconds since the epoch (years 1 to
+    9999), a number or a numeric string, or an ISO 8601 date-time (UTC when it names no zone);
+    None when absent."""
+    from nlu_engine.server.openapi import EARLIEST_TIME, LATEST_TIME
+
     if value is None:
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if isinstance(value, str) and value.strip():
-        try:
-            number = float(value)
-        except ValueError:
-            try:
-                moment = datetime.datetime.fromisoformat(value.strip())
-            except ValueError:
-                pass
-            else:
-                if moment.tzinfo is None:
-                    moment = moment.replace(tzinfo=datetime.UTC)
-                return moment.timestamp()
-        else:
-            if math.isfinite(number):
-                return number
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value) if EARLIEST_TIME <= value <= LATEST_TIME else None
+    elif isinstance(value, str) and value.strip():
+        seconds = _seconds(value.strip())
+    if seconds is not None and EARLIEST_TIME <= seconds <= LATEST_TIME:
+        return seconds
     raise RequestError(400, f"'{field}' must be the message's time in seconds since the epoch "
                             "(e.g. 1700000000) or an ISO 8601 date-time")
+
+
+def _seconds(value: str) -> float | None:
+    """Seconds since the epoch from a numeric string or an ISO 8601 date-time; None for neither."""
+    try:
+        return float(value)  # NaN fails the range check
+    except ValueError:
+        pass
+    try:  # RFC 3339 allows a lower-case 't' and 'z'
+        moment = datetime.datetime.fromisoformat(value.upper())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    try:
+        return moment.timestamp()
+    except (OverflowError, ValueError):
+        return None
 
 
 def check_text(text: Any, field: str, max_chars: int) -> str:

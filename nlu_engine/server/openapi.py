@@ -34,8 +34,23 @@ _AUTH_ERROR = _error(
     "Missing or wrong token / JWT (only when the server runs with --auth-token or --jwt-secret)"
 )
 _NO_MODEL = _error("No model is loaded")
-# A model_file the server may accept: a .tar.gz name, not a URL, no NUL character.
-MODEL_FILE_PATTERN = r"^(?!.*://)[^\u0000]*\.tar\.gz$"
+_SLOW_BODY = _error("The body took longer than --body-timeout to arrive (the connection is closed)")
+# sender_id, message_id: any JSON; a string or number is stored by serve --log-messages, anything
+# else is stored as null
+_IDENTIFIER: dict[str, Any] = {}
+# the body's token: any JSON; only a string can be the token
+_BODY_TOKEN: dict[str, Any] = {}
+#: seconds since the epoch a message's ``time`` may be: years 1 to 9999, as Python's datetime
+EARLIEST_TIME, LATEST_TIME = -62_135_596_800, 253_402_300_799
+TIME: dict[str, Any] = {"anyOf": [
+    {"type": "null"},
+    {"type": "number", "minimum": EARLIEST_TIME, "maximum": LATEST_TIME},
+    {"type": "string", "format": "date-time"},
+    {"type": "string", "pattern": r"^[0-9]{1,11}(\.[0-9]{1,9})?$"},
+]}
+# A model_file the server may accept: a .tar.gz name relative to the models folder (not
+# absolute, no '..' segment), not a URL, no NUL character.
+MODEL_FILE_PATTERN = r"^(?!.*://)(?!/)(?!(?:.*/)?\.\.(?:/|$))[^\u0000]*\.tar\.gz$"
 
 
 def openapi_document(max_text_chars: int = 2_000, max_batch_texts: int = 1_000) -> dict[str, Any]:
@@ -121,8 +136,9 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
             "security": _SECURED,
             "parameters": [
                 {"name": "emulation_mode", "in": "query", "required": False,
-                 "description": "Only 'rasa' (the default) is supported; other values answer 400",
-                 "schema": {"type": "string"}},
+                 "description": "Only 'rasa' (the default, any case) is supported; other values "
+                                "answer 400",
+                 "schema": {"type": "string", "pattern": "^([Rr][Aa][Ss][Aa])?$"}},
             ],
             "requestBody": {
                 "required": True,
@@ -132,6 +148,7 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "200": _json("The parse result, as `nlu-engine parse` prints it", "ParseResult"),
                 "400": _error("Invalid JSON, or 'text' missing or not a string"),
                 "401": _AUTH_ERROR,
+                "408": _SLOW_BODY,
                 "413": _error("Body over the size limit, or 'text' over the character limit"),
                 "503": _NO_MODEL,
             },
@@ -146,8 +163,8 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": {"oneOf": [
                     texts,
                     {"type": "object", "required": ["texts"],
-                     "properties": {"texts": texts, "token": {"type": ["string", "null"]},
-                                    "sender_id": {"type": ["string", "number", "null"],
+                     "properties": {"texts": texts, "token": _BODY_TOKEN,
+                                    "sender_id": {**_IDENTIFIER,
                                                   "description": "Stored with each parse by "
                                                                  "serve --log-messages"}}},
                 ]}}},
@@ -160,6 +177,7 @@ def _parse_paths(text: dict[str, Any], texts: dict[str, Any]) -> dict[str, Any]:
                 },
                 "400": _error("Invalid JSON, or not a list of strings"),
                 "401": _AUTH_ERROR,
+                "408": _SLOW_BODY,
                 "413": _error("Body, number of texts or a text over its limit"),
                 "503": _NO_MODEL,
             },
@@ -174,7 +192,9 @@ def _model_path() -> dict[str, Any]:
     "put": {
         "summary": "Replace the loaded model by an archive from the server's models folder",
         "description": (
-            "Requests keep being answered (by the old model) while the new one loads. "
+            "Requests keep being answered (by the old model) while the new one loads. With "
+            "several workers, the one that receives the request loads the archive and the "
+            "others follow within about a second. "
             "The archive may use registered components, and custom ones only if the "
             "server was started allowing them (--allow-component, --config)."
         ),
@@ -191,7 +211,8 @@ def _model_path() -> dict[str, Any]:
             ),
             "401": _AUTH_ERROR,
             "404": _error("No such archive in the models folder"),
-            "409": _error("Reloading is unavailable (several workers, or no models folder)"),
+            "408": _SLOW_BODY,
+            "409": _error("Reloading is unavailable (no models folder)"),
             "413": _error("Body over the size limit"),
         },
     },
@@ -276,17 +297,17 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "required": ["text"],
         "properties": {
             "text": {**text, "example": "book a table for two in Berlin"},
-            "message_id": {"type": ["string", "number", "null"],
+            "message_id": {**_IDENTIFIER,
                            "description": "Stored with the parse by serve --log-messages; "
                                           "otherwise not used"},
-            "sender_id": {"type": ["string", "number", "null"],
+            "sender_id": {**_IDENTIFIER,
                           "description": "Stored with the parse by serve --log-messages; "
                                          "otherwise not used"},
-            "time": {"type": ["number", "string", "null"], "example": 1700000000,
+            "time": {**TIME, "example": 1700000000,
                      "description": "When the message was sent (Rasa's field): seconds since the "
-                                    "epoch or an ISO 8601 date-time; Duckling reads relative dates "
-                                    "against it (default: now)"},
-            "token": {"type": ["string", "null"],
+                                    "epoch (years 1 to 9999) or an ISO 8601 date-time; Duckling reads "
+                                    "relative dates against it (default: now)"},
+            "token": {**_BODY_TOKEN,
                       "description": "The --auth-token value, where Rasa's dialogue server sends it "
                                      "(endpoints.yml `nlu: token:`); ?token= and Bearer work too"},
         },
@@ -296,9 +317,10 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
         "required": ["model_file"],
         "properties": {
             "model_file": {"type": "string", "minLength": 1, "pattern": MODEL_FILE_PATTERN,
-                           "description": "Name (or path) of a .tar.gz inside the models folder"},
-            "model_server": {"description": "Not supported (400 when set)"},
-            "remote_storage": {"description": "Not supported (400 when set)"},
+                           "description": "Name (or relative path) of a .tar.gz inside the "
+                                          "models folder"},
+            "model_server": {"type": "null", "description": "Not supported (400 when set)"},
+            "remote_storage": {"type": "null", "description": "Not supported (400 when set)"},
         },
     },
     }

@@ -2,8 +2,9 @@
 one-line error before anything listens, then serve until SIGINT/SIGTERM.
 
 With ``--workers N > 1`` uvicorn starts N processes that each load the model (settings travel
-in the ``NLU_ENGINE_SERVE`` environment variable to :func:`app_from_environment`); model
-reloading over HTTP is then disabled, since each worker holds its own copy.
+in the ``NLU_ENGINE_SERVE`` environment variable to :func:`app_from_environment`); ``PUT /model``
+then reaches every worker through a shared swap file (:mod:`nlu_engine.server.swaps`), and
+``DELETE /model`` is refused (a worker without a model would answer 503 beside the others).
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) ->
 
 
 def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: int,
-                  batch_wait: float, port: int) -> None:
+                  batch_wait: float, port: int, body_timeout: float = 30.0) -> None:
     """One line for a serving limit out of range, before anything loads."""
     if workers < 1:
         raise NLUError("--workers must be at least 1")
@@ -126,6 +127,8 @@ def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: i
         raise NLUError("--max-body-bytes must be positive")
     if max_text_chars < 1:
         raise NLUError("--max-text-chars must be positive")
+    if not body_timeout > 0:
+        raise NLUError("--body-timeout must be a positive number of seconds")
     if max_batch < 1 or not 0 <= batch_wait <= 1:
         raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
     if not 0 <= port <= 65535:
@@ -142,6 +145,7 @@ def serve(
     workers: int = 1,
     max_body: int = 1_000_000,
     max_text_chars: int = 2_000,
+    body_timeout: float = 30.0,
     max_batch: int = 64,
     batch_wait: float = 0.0015,
     tf_threads: int | None = None,
@@ -166,7 +170,7 @@ def serve(
 
     if runtime is not None:
         check_runtime(runtime, "--runtime")
-    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port)
+    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port, body_timeout)
     allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))
@@ -187,6 +191,7 @@ def serve(
         "cors": cors or None,
         "max_body": max_body,
         "max_text_chars": max_text_chars,
+        "body_timeout": body_timeout,
         "batch_size": max_batch,
         "batch_wait": batch_wait,
         "allow_components": sorted(allowed),
@@ -213,18 +218,21 @@ def serve(
 
 def run_workers(workers: int, settings: dict[str, Any], common: dict[str, Any]) -> None:
     """``workers`` uvicorn processes on one socket, each loading the model from ``settings``
-    (passed in the environment) and given its share of the cores for BLAS threads."""
+    (passed in the environment) and given its share of the cores for BLAS threads; a swap file
+    in a temporary folder carries ``PUT /model`` from one worker to all (swaps.py)."""
     from uvicorn.supervisors import Multiprocess
 
-    os.environ[ENV_SETTINGS] = json.dumps(settings)
-    os.environ.update(blas_thread_environment(workers, os.environ))
-    config = NoDelayConfig(
-        "nlu_engine.server.run:app_from_environment", factory=True, workers=workers, **common
-    )
-    # as uvicorn.run does it (older uvicorn versions also take the target)
-    takes_target = "target" in inspect.signature(Multiprocess).parameters
-    extra = {"target": uvicorn.Server(config).run} if takes_target else {}
-    Multiprocess(config, sockets=[config.bind_socket()], **extra).run()
+    with tempfile.TemporaryDirectory(prefix="nlu-serve-") as shared:
+        os.environ[ENV_SETTINGS] = json.dumps({**settings, "swap_file": str(Path(shared) / "swap.json")})
+        os.environ.update(blas_thread_environment(workers, os.environ))
+        config = NoDelayConfig(
+            "nlu_engine.server.run:app_from_environment", factory=True, workers=workers, **common
+        )
+        # as uvicorn.run does it (older uvicorn versions also take the target)
+        takes_target = "target" in inspect.signature(Multiprocess).parameters
+        extra = {"target": uvicorn.Server(config).run} if takes_target else {}
+        Multiprocess(config, sockets=[config.bind_socket()], **extra).run()
+
 
 def app_from_environment() -> Any:
     """The app of one worker process (``--workers N``), configured by ``NLU_ENGINE_SERVE``."""

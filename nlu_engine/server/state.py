@@ -58,6 +58,8 @@ class ServerState:
         auth: Authenticator | None = None,
         worker_id: str | None = None,
         runtime: str | None = None,
+        body_timeout: float = 30.0,
+        swap_file: Path | None = None,
     ) -> None:
         self.model = model
         self.runtime = runtime  # serve --runtime: every model loaded parses in it
@@ -68,6 +70,7 @@ class ServerState:
         self.model_path = model_path
         self.models_dir = models_dir.resolve() if models_dir is not None else None
         self.max_body = max_body
+        self.body_timeout = body_timeout  # seconds a request body may take to arrive (else 408)
         self.max_text_chars = max_text_chars
         self.max_batch_texts = max_batch_texts
         self.allow_reload = allow_reload
@@ -78,8 +81,16 @@ class ServerState:
             max_cost=max(max_text_chars, 1) ** 2,  # one message of the longest kind per batch
         )
         self.reload_lock: asyncio.Lock | None = None
+        # serve --workers N: the file through which PUT /model reaches every worker (swaps.py)
+        self.swap_file = swap_file
         self.started = time.time()
         self.message_log: MessageLog | None = None  # serve --log-messages
+
+    def lock(self) -> asyncio.Lock:
+        """The lock a model swap holds while it loads (made in the server's event loop)."""
+        if self.reload_lock is None:
+            self.reload_lock = asyncio.Lock()
+        return self.reload_lock
 
     def require_model(self) -> Model:
         model = self.model

@@ -330,3 +330,33 @@ def test_a_non_finite_confidence_never_reaches_the_parse_result(where: str) -> N
         message.response_selector = {"default": {"response": {"confidence": -math.inf}, "ranking": []}}
     with pytest.raises(ValueError, match=r"holds (nan|inf|-inf) at .*confidence.*retrain the model"):
         message.as_parse_result()
+
+
+# --- JSON members: NaN and Infinity are not JSON ------------------------------------------------------
+def poisoned_json(content: bytes, constant: str) -> bytes:
+    """``content`` (a JSON file) with its first number, or else a new member, set to ``constant``."""
+    text = content.decode("utf-8")
+    value = json.loads(text)
+    if isinstance(value, dict):
+        return (json.dumps({**value, "poison": 0.5})[:-1].replace('"poison": 0.5', f'"poison": {constant}')
+                + "}").encode()
+    return f"[{constant}, {text}]".encode()
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_json_member_with_nan_or_infinity_is_refused_in_one_line(
+    trained: tuple[Path, list[str]], tmp_path: Path, constant: str
+) -> None:
+    archive, _ = trained
+    members = read_archive(archive)
+    names = [info.name for info, content in members if info.name.endswith(".json") and content]
+    assert any(name.endswith("manifest.json") for name in names) and len(names) >= 3
+    for name in names:
+        content = next(c for i, c in members if i.name == name)
+        poisoned = {name: poisoned_json(content or b"", constant)}
+        path = write_archive(members, tmp_path / "mutant.tar.gz", poisoned)
+        with pytest.raises(ArchiveError) as info:
+            Model.load(path)
+        message = str(info.value)
+        assert "\n" not in message and name.removeprefix("./") in message, message
+        assert f"holds {constant}, which JSON does not allow" in message and "retrain" in message

@@ -88,6 +88,20 @@ def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None
     np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.float32), bias=np.zeros(2, np.float32))
     with pytest.raises(ValueError, match="do not fit"):
         SentenceHead.load(tmp_path)
+    # found by the hostile-archive search (tests/assembly/test_hostile_pipelines.py): integer
+    # weights were read as floats, and a head without rows failed only when a message came
+    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.int32), bias=np.zeros(3, np.float32))
+    with pytest.raises(ArchiveError, match="array 'weights' is int32, not the float16 or float32"):
+        SentenceHead.load(tmp_path)
+    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((0, 3), np.float32), bias=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="do not fit"):
+        SentenceHead.load(tmp_path)
+    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((5, 3), np.float32), bias=np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match=r"the weights are \[5, 3\], not the \[16, 3\]"):
+        SentenceHead.load(tmp_path, labels=3)
+    with pytest.raises(ValueError, match=r"not the \[16, 4\]"):
+        head.persist(tmp_path)
+        SentenceHead.load(tmp_path, labels=4)
 
 
 def test_cross_fitted_calibration_is_fitted_on_out_of_fold_predictions() -> None:

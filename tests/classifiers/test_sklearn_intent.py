@@ -187,3 +187,48 @@ def test_single_intent_predicts_nothing(tmp_path: Path, caplog: pytest.LogCaptur
     for component in (classifier, loaded):
         [message] = parse(component, pipeline, "hello")
         assert (message.intent, message.intent_confidence, message.intent_ranking) == (None, 0.0, [])
+
+
+def _svm_broken(arrays: dict[str, np.ndarray], how: str) -> dict[str, np.ndarray]:
+    arrays = dict(arrays)
+    if how == "index out of range":
+        arrays["sv_indices"] = arrays["sv_indices"].copy()
+        arrays["sv_indices"][0] = 10**6
+    elif how == "indptr past the data":
+        arrays["sv_indptr"] = arrays["sv_indptr"].copy()
+        arrays["sv_indptr"][-1] += 5
+    elif how == "more columns":
+        arrays["sv_shape"] = arrays["sv_shape"] + np.array([0, 1])
+    elif how == "n_support off":
+        arrays["n_support"] = arrays["n_support"] + 1
+    elif how == "dual_coef short":
+        arrays["dual_coef"] = arrays["dual_coef"][:, :-1]
+    elif how == "intercept float32":
+        arrays["intercept"] = arrays["intercept"].astype(np.float32)
+    return arrays
+
+
+@pytest.mark.parametrize(
+    ("how", "says"),
+    [("index out of range", "'sv_indices' points outside the feature width"),
+     ("indptr past the data", "'sv_indptr' is not a row index"),
+     ("more columns", "columns, not the"),
+     ("n_support off", "'n_support' does not add up"),
+     ("dual_coef short", "'dual_coef' has shape"),
+     ("intercept float32", "array 'intercept' is float32, not the float64")],
+)
+def test_inconsistent_support_vectors_are_refused_before_scipy_sees_them(
+    tmp_path: Path, how: str, says: str
+) -> None:
+    """scipy's CSR code is native: indices past the width would be read out of bounds."""
+    from nlu_engine.contract.errors import ArchiveMemberError
+
+    classifier = SklearnIntentClassifier(kernels=["linear"], C=[1])
+    classifier.train(featurized(EXAMPLES)[0])
+    classifier.persist(tmp_path)
+    with np.load(tmp_path / "svm.npz", allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    np.savez(tmp_path / "svm.npz", **_svm_broken(arrays, how))
+    with pytest.raises(ArchiveMemberError) as info:
+        SklearnIntentClassifier.load(tmp_path, classifier.get_config())
+    assert says in str(info.value) and "svm.npz" in str(info.value) and "\n" not in str(info.value)

@@ -42,7 +42,9 @@ def schema_accepts_model_file(name: str) -> bool:
 @pytest.mark.parametrize(
     "name, status",
     [("", 400), ("   ", 400), ("good", 400), ("notes.txt", 400), ("http://example.com/m.tar.gz", 400),
-     ("a\x00.tar.gz", 400), ("good.tar.gz", 204), ("missing.tar.gz", 404)],
+     ("a\x00.tar.gz", 400), ("good.tar.gz", 204), ("missing.tar.gz", 404),
+     # found by schemathesis: paths out of the folder matched the documented pattern
+     ("../good.tar.gz", 400), ("/\x06.tar.gz", 400), ("sub/../../good.tar.gz", 400)],
 )
 def test_model_file_schema_matches_the_server(models: Path, name: str, status: int) -> None:
     with TestClient(create_app(models / "good.tar.gz", models)) as client:
@@ -99,3 +101,28 @@ def test_delete_model_is_documented() -> None:
     assert "`DELETE /model` unloads the model" in readme
     delete = openapi_document()["paths"]["/model"]["delete"]
     assert set(delete["responses"]) >= {"204", "401", "409"}
+
+
+# found by schemathesis (tests/server/test_openapi_fuzz.py): a huge integer time was a 500, a
+# far-future float reached the components, a schema-valid date-time or emulation_mode was a 400
+@pytest.mark.parametrize(
+    ("time", "status"),
+    [(1700000000, 200), ("1700000000.5", 200), ("2024-05-01T10:00:00z", 200),
+     ("2024-05-01T10:00:00+02:00", 200), (None, 200), (10**400, 400), (1e300, 400),
+     ("1e400", 400), ("nan", 400), (-10**12, 400), ("soon", 400), (True, 400), ([1], 400)],
+)
+def test_time_range_is_the_documented_one(models: Path, time: object, status: int) -> None:
+    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+        response = client.post("/model/parse", json={"text": "hi", "time": time})
+    assert response.status_code == status, response.text
+    if status == 400:
+        assert "'time' must be" in response.json()["message"]
+
+
+@pytest.mark.parametrize(("mode", "status"), [("", 200), ("rasa", 200), ("RASA", 200), ("luis", 400)])
+def test_emulation_mode_schema_matches_the_server(models: Path, mode: str, status: int) -> None:
+    parameter = openapi_document()["paths"]["/model/parse"]["post"]["parameters"][0]
+    assert (re.search(parameter["schema"]["pattern"], mode) is not None) == (status == 200)
+    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+        response = client.post("/model/parse", params={"emulation_mode": mode}, json={"text": "hi"})
+    assert response.status_code == status, response.text

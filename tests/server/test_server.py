@@ -454,7 +454,7 @@ def test_several_workers(archives: dict[str, Path], model_a: Model) -> None:
             httpx.Client(base_url=server.url, trust_env=False, timeout=30) as http:
         for text in TEXTS[:3]:
             assert http.post("/model/parse", json={"text": text}).json() == model_a.parse(text)
-        assert_error(http.put("/model", json={"model_file": "b.tar.gz"}), 409)
+        assert_error(http.delete("/model"), 409)
         assert server.process is not None
         answered = {http.get("/status").json()["worker_id"] for _ in range(5)}
         assert answered and {int(w.rpartition(":")[2]) for w in answered} <= children(server.process.pid)

@@ -471,7 +471,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         component.label_features_ = stored.label_features
         component.weights_, component.quantized_ = stored.weights, stored.quantized
         component.calibration_ = calibration.Calibration.load(directory)
-        component.head_ = SentenceHead.load(directory)
+        component.head_ = SentenceHead.load(directory, labels=len(component.intents_))
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         try:  # the network built and run once on one token: its weights fit together
             component._build_predict()

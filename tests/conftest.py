@@ -124,6 +124,17 @@ def noisy_data_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def logreg_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A logreg model of the example assistant (data/nlu.yml; no TensorFlow), trained once for
+    the corpus, command-line and distributed tests (read-only: do not modify it)."""
+    from nlu_engine.assembly.model import train
+
+    out = tmp_path_factory.mktemp("corpus-model")
+    return train("logreg", str(PROJECT_ROOT / "data" / "nlu.yml"), out=out, fixed_model_name="logreg",
+                 log=None)
+
+
+@pytest.fixture(scope="session")
 def duckling_server() -> Iterator[DucklingStub]:
     """A local stand-in for a Duckling server (``.url``; ``.requests`` records what it got)."""
     with DucklingStub() as stub:

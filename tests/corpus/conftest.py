@@ -1,5 +1,5 @@
-"""A logreg model of the example assistant (no TensorFlow: trains in a second or two), and
-corpus files with every kind of row the readers must handle."""
+"""Corpus files with every kind of row the readers must handle (the logreg model they parse
+with, ``logreg_archive``, is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -19,14 +19,6 @@ MESSAGES = [
     "thanks, bye",
     "completely unknown words",
 ]
-
-
-@pytest.fixture(scope="session")
-def logreg_archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from nlu_engine.assembly.model import train
-
-    out = tmp_path_factory.mktemp("corpus-model")
-    return train("logreg", str(DATA), out=out, fixed_model_name="logreg", log=None)
 
 
 def corpus_texts(repeat: int = 1) -> list[str]:

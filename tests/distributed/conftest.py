@@ -8,8 +8,6 @@ from typing import Any
 
 import pytest
 
-from tests.corpus.conftest import logreg_archive  # noqa: F401 - a fixture these tests share
-
 
 @pytest.fixture(scope="module")
 def ray_local() -> Iterator[Any]:

@@ -760,6 +760,9 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
     for spec in resolved:
         if spec["name"] == "CountVectorsFeaturizer":
             assert spec.pop("token_pattern") is None
+        if spec["name"] == "ResponseSelector":  # its default became Rasa's L2 rule (issue 40)
+            assert spec["sparse_regularization"] == "rasa"
+            spec["sparse_regularization"] = "all_rows"
     added = [{k: v for k, v in spec.items() if k in ADDED_SINCE_0_1_0} for spec in resolved]
     common = '"calibration": true, "calibration_share": 0.1, "out_of_scope_intent": null'
     # DIET (and so ResponseSelector) also gained calibration_refit_below, calibration_join_share

@@ -74,7 +74,7 @@ class SentenceEncoder:
             self.vocabulary_checksum = weights_checksum(resources / "sp.model")
             self._encoder = OnnxSentenceEncoder(resources)
         except (importlib.metadata.PackageNotFoundError, OSError, KeyError, ValueError,
-                RuntimeError, zipfile.BadZipFile) as error:
+                RuntimeError, zipfile.BadZipFile, ArchiveError) as error:
             raise ConfigError(
                 f"UniversalSentenceEncoderFeaturizer: the installed '{PACKAGE}' cannot be used "
                 f"({type(error).__name__}: {error}); reinstall it with `{INSTALL}`"

@@ -101,12 +101,14 @@ class PieceTokenizer:
 def load_weights(path: Path) -> dict[str, np.ndarray]:
     """The package's arrays, the embedding blocks interleaved into one uint8 ``table`` [V, 512]
     with each row's scale and offset beside it [V, 1]."""
-    with np.load(path, allow_pickle=False) as npz:
-        weights = {key: npz[key] for key in npz.files if not key.startswith("q")}
-        rows = npz["q1"].shape[0] * BLOCKS
-        table = np.empty((rows, WIDTH), np.uint8)
-        for block in range(BLOCKS):
-            table[block::BLOCKS] = npz[f"q{block + 1}"]
+    from nlu_engine.contract.npz import load_npz  # the one reader of .npz files (finite, bounded)
+
+    npz = load_npz(path)
+    weights = {key: value for key, value in npz.items() if not key.startswith("q")}
+    rows = npz["q1"].shape[0] * BLOCKS
+    table = np.empty((rows, WIDTH), np.uint8)
+    for block in range(BLOCKS):
+        table[block::BLOCKS] = npz[f"q{block + 1}"]
     block_of_row = np.arange(rows) % BLOCKS
     weights["table"] = table
     weights["row_scale"] = weights["scale"][block_of_row, None].astype(np.float32)

@@ -12,7 +12,8 @@ from nlu_engine.classifiers.diet.optimizer import LazyAdam
 
 def _bag(all_rows: bool) -> SparseEmbeddingBag:
     keras.utils.set_random_seed(0)
-    return SparseEmbeddingBag(vocab=10, units=4, reg_lambda=0.5, drop_rate=0.0, all_rows=all_rows)
+    return SparseEmbeddingBag(vocab=10, units=4, reg_lambda=0.5, drop_rate=0.0,
+                              mode="all_rows" if all_rows else "touched_rows")
 
 
 def test_bag_sums_weighted_rows_per_position() -> None:
@@ -79,7 +80,7 @@ def test_all_rows_l2_in_the_optimizer_equals_differentiating_the_whole_table() -
 
 
 def test_no_penalty_without_regularization() -> None:
-    bag = SparseEmbeddingBag(vocab=4, units=2, reg_lambda=0.0, drop_rate=0.0, all_rows=True)
+    bag = SparseEmbeddingBag(vocab=4, units=2, reg_lambda=0.0, drop_rate=0.0, mode="all_rows")
     assert float(bag.row_penalty(tf.constant([0, 1]))) == 0.0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import scipy.sparse
@@ -121,8 +121,10 @@ class LogisticRegressionClassifier(IntentClassifier):
         self.calibration_.persist(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
-        component = cls(**config)
+    def load(
+        cls, directory: Path, config: LogisticRegressionClassifier.Config
+    ) -> LogisticRegressionClassifier:
+        component = cls(config)
         weights = load_npz(directory / "weights.npz")
         component.coef_ = weights["coef"]
         component.intercept_ = weights["intercept"]

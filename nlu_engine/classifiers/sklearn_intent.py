@@ -196,8 +196,8 @@ class SklearnIntentClassifier(IntentClassifier):
         self.calibration_.persist(Path(directory))
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> SklearnIntentClassifier:
-        component = cls(**config)
+    def load(cls, directory: Path, config: SklearnIntentClassifier.Config) -> SklearnIntentClassifier:
+        component = cls(config)
         state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
         component.classes_ = [str(c) for c in state["classes"]]
         component.width_ = int(state["width"])

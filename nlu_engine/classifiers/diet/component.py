@@ -450,9 +450,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             self.head_.persist(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
+    def load(cls, directory: Path, config: DIETClassifier.Config) -> DIETClassifier:
         """Restore the weights as they were saved (no TensorFlow, no retraining)."""
-        component = cls(**config)
+        component = cls(config)
         stored = storage.load(directory)
         state = stored.state
         component.intents_ = [str(i) for i in state["intents"]]

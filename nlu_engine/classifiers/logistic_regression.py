@@ -56,20 +56,17 @@ class LogisticRegressionClassifier(IntentClassifier):
     config: Config
 
     def train(self, data: TrainingData) -> None:
-        """Fit on a share of the examples and calibrate on the rest, then fit on all of them."""
+        """Fit on a share of the examples and calibrate on the rest, then fit on all of them
+        (``IntentClassifier.fit_calibrated``)."""
         examples = data.intent_examples
         self.classes_ = sorted({m.intent for m in examples if m.intent})
-        self.calibration_ = calibration.Calibration()
-        if len(self.classes_) >= 2:
-            labels = [m.intent for m in examples]
-            train, held = calibration.holdout(labels, self.config.calibration, self.config.calibration_share,
-                                              self.config.random_state, self.component_name())
-            if len(held):
-                self._fit([examples[i] for i in train])
-                self.calibration_ = calibration.fit_calibration(
-                    lambda ms: (self._probabilities(sentence_matrix(ms, self.width_)), None),
-                    self.classes_, [], [examples[i] for i in held], lambda m: m.intent)
+        self.fit_calibrated(examples, self.classes_, self.config.random_state)
+
+    def fit_examples(self, examples: list[Message]) -> None:
         self._fit(examples)
+
+    def calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, None]:
+        return self._probabilities(sentence_matrix(messages, self.width_)), None
 
     def _fit(self, examples: list[Message]) -> None:
         from sklearn.linear_model import LogisticRegression

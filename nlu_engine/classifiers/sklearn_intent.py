@@ -97,21 +97,25 @@ class SklearnIntentClassifier(IntentClassifier):
         index = {name: i for i, name in enumerate(self.classes_)}
         y = np.array([index[str(m.intent)] for m in examples])
         params, self.search_ = self._search(X, y)
-        self.calibration_ = self._calibrate(examples, X, y, params)
-        self.model_ = SVMModel.fit(X, y, len(self.classes_), **params)
+        self._fitting = (X, y, params, {id(m): i for i, m in enumerate(examples)})
+        try:
+            self.fit_calibrated(examples, self.classes_, 42)
+        finally:
+            del self._fitting
 
-    def _calibrate(self, examples: list[Message], X: scipy.sparse.csr_matrix, y: np.ndarray,
-                   params: dict[str, Any]) -> calibration.Calibration:
-        """The grid's best SVM fitted on a share of the examples, calibrated on the rest."""
-        train, held = calibration.holdout([m.intent for m in examples], self.config.calibration,
-                                          self.config.calibration_share, 42, self.component_name())
-        if not len(held):
-            return calibration.Calibration()
-        model = SVMModel.fit(X[train], y[train], len(self.classes_), **params)
-        rows = {id(m): i for i, m in enumerate(examples)}
-        return calibration.fit_calibration(
-            lambda ms: (model.predict_proba(X[[rows[id(m)] for m in ms]]), None),
-            self.classes_, [], [examples[i] for i in held], lambda m: str(m.intent))
+    # --- the hooks of IntentClassifier.fit_calibrated: the grid's best SVM ----------------
+    def label_of(self, message: Message) -> str | None:
+        return str(message.intent)
+
+    def fit_examples(self, examples: list[Message]) -> None:
+        X, y, params, rows = self._fitting
+        index = [rows[id(m)] for m in examples]
+        self.model_ = SVMModel.fit(X[index], y[index], len(self.classes_), **params)
+
+    def calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, None]:
+        X, _, _, rows = self._fitting
+        assert self.model_ is not None
+        return self.model_.predict_proba(X[[rows[id(m)] for m in messages]]), None
 
     def _grid(self) -> list[dict[str, Any]]:
         return [

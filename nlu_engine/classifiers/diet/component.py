@@ -281,20 +281,18 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
             self._fit_head(examples)
             return
-        trained_on = None if previous is None else previous.example_hashes_
-        examples, held = self._hold_out_for_calibration(examples, trained_on)
-        if held and self._refits(len(examples) + len(held), previous):
-            self._train_calibrated_once(examples, held)
-            return
-        self._train_network(examples, previous, options)
-        self._calibrate(examples, held)
+        self._resuming = (previous, options)
+        try:
+            self._fit_calibrated(examples, None if previous is None else previous.example_hashes_)
+        finally:
+            del self._resuming
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
                        options: FinetuneOptions | None, epochs: int | None = None,
                        late: list[Message] | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
         prediction. ``late``: held-out examples that join the last epochs, once the calibration
-        is fitted on them (``_train_calibrated_once``)."""
+        is fitted on them (``fit_joining_late``)."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
@@ -319,7 +317,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         if late:
             def calibrate_before_joining(network: Any) -> None:
                 self._adopt_network(network, label_features, hashes)
-                self._calibrate(examples, late)
+                self.calibrate(examples, late, self.intents_, self.config.random_seed)
 
             join = LateJoin(np.arange(len(examples), len(every)), self.config.calibration_join_share,
                             calibrate_before_joining)

@@ -30,9 +30,9 @@ def stratified_holdout(
     """(kept, held-out) example indices, both sorted: ``share`` of each label's examples held out.
 
     Rounding: ``floor(n * share)`` of a label's ``n`` examples, so a label with fewer than
-    ``1 / share`` keeps them all (a calibration share); with ``both_sides``, ``round(n * share)``
-    but at least one and at most ``n - 1`` (a test split: every label with two or more examples
-    on both sides). A label with one example, and an example without a label (None or ""), is
+    ``1 / share`` keeps them all (a calibration share); with ``both_sides``, ``round(n * (1 -
+    share))`` kept, but at least one and at most ``n - 1`` (a test split: every label with two or
+    more examples on both sides). A label with one example, and an example without a label (None or ""), is
     never held out. ``max_held``: the share shrinks so that at most that many are held out.
 
     ``keys`` [N] uint64, one per example (a hash of its content, e.g. :func:`content_keys`): a
@@ -59,7 +59,7 @@ def stratified_holdout(
         n = len(members)
         if n < 2:
             continue
-        n_held = min(n - 1, max(1, round(n * share))) if both_sides else int(n * share)
+        n_held = n - min(n - 1, max(1, round(n * (1 - share)))) if both_sides else int(n * share)
         candidates = np.asarray([i for i in members if not seen[i]], np.int64)
         n_held = min(n_held, len(candidates))
         if n_held:
@@ -101,7 +101,7 @@ def _shuffled(indices: list[int], seed: int, label: str) -> list[int]:
 def train_test_split(
     data: TrainingData, training_fraction: float = 0.8, seed: int = 42
 ) -> tuple[TrainingData, TrainingData]:
-    """``(train, test)``: per intent, ``round(n * (1 - training_fraction))`` examples go to test,
+    """``(train, test)``: per intent, ``round(n * training_fraction)`` examples go to train,
     at least one to each side when the intent has two or more (:func:`stratified_holdout`,
     keyed by each example's intent and text)."""
     if not 0.0 < training_fraction < 1.0:

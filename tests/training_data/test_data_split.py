@@ -155,8 +155,8 @@ def test_examples_a_stored_model_trained_on_are_never_held_out() -> None:
 
 
 def test_both_sides_rounds_and_keeps_one_example_each_side() -> None:
-    """A test split (and DIET's evaluation examples): round(n * share), but every label with two
-    or more examples on both sides; a calibration share rounds down instead."""
+    """A test split (and DIET's evaluation examples): round(n * (1 - share)) kept, but every
+    label with two or more examples on both sides; a calibration share rounds down instead."""
     labels = ["a"] * 2 + ["b"] * 4 + ["c"] * 10 + ["d"] + ["e"] * 7
     _, held = stratified_holdout(labels, 0.2, 3, both_sides=True)
     assert Counter(labels[i] for i in held) == {"a": 1, "b": 1, "c": 2, "e": 1}

@@ -11,8 +11,9 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import load_npz
 from nlu_engine.contract.training_data import TrainingData
@@ -40,13 +41,13 @@ def sentence_matrix(messages: list[Message], width: int | None = None) -> scipy.
     return scipy.sparse.vstack(fixed, format="csr").astype(np.float32)
 
 
-class LogisticRegressionClassifier(IntentClassifier):
+class LogisticRegressionClassifier(CalibratedIntentClassifier):
     """Multinomial logistic regression (class_weight='balanced'), Rasa's defaults."""
 
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         max_iter: int = param(100, low=1)
         solver: Literal["lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"] = "lbfgs"
         tol: float = param(1e-4, low=0)
@@ -57,7 +58,7 @@ class LogisticRegressionClassifier(IntentClassifier):
 
     def train(self, data: TrainingData) -> None:
         """Fit on a share of the examples and calibrate on the rest, then fit on all of them
-        (``IntentClassifier.fit_calibrated``)."""
+        (``CalibratedIntentClassifier.fit_calibrated``)."""
         examples = data.intent_examples
         self.classes_ = sorted({m.intent for m in examples if m.intent})
         self.fit_calibrated(examples, self.classes_, self.config.random_state)

@@ -38,9 +38,10 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.npz import load_npz
@@ -56,13 +57,13 @@ CALIBRATION_SEED = 1
 MIN_PROBABILITY = 1e-7
 
 
-class SklearnIntentClassifier(IntentClassifier):
+class SklearnIntentClassifier(CalibratedIntentClassifier):
     """Rasa's SVM intent classifier (grid search over C, gamma and kernels)."""
 
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         C: list[float] = param([1, 2, 5, 10, 20, 100], low=1e-9)  # SVC needs C > 0
         gamma: list[float] = param([0.1], low=0)
         kernels: list[Kernel] = param(["linear"])
@@ -103,7 +104,7 @@ class SklearnIntentClassifier(IntentClassifier):
         finally:
             del self._fitting
 
-    # --- the hooks of IntentClassifier.fit_calibrated: the grid's best SVM ----------------
+    # --- the hooks of CalibratedIntentClassifier.fit_calibrated: the grid's best SVM ----------------
     def label_of(self, message: Message) -> str | None:
         return str(message.intent)
 

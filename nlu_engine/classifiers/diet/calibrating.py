@@ -132,9 +132,9 @@ class CalibratedDIET:
             if "intent" in result:
                 result["intent"], result[IN_SCOPE_VECTOR] = p, v
 
-    # --- the hooks of IntentClassifier.fit_calibrated ---------------------------------------
+    # --- the hooks of CalibratedIntentClassifier.fit_calibrated ---------------------------------------
     def _fit_calibrated(self, examples: list[Message], trained_on: np.ndarray | None) -> None:
-        """Train the network with calibrated confidences (``IntentClassifier.fit_calibrated``);
+        """Train the network with calibrated confidences (``CalibratedIntentClassifier.fit_calibrated``);
         never hold out one of ``trained_on`` (a stored model's example hashes, when fine-tuning)."""
         self.out_of_scope_intent_ = None
         if self.holds_out() and len(self.intents_) >= 2:

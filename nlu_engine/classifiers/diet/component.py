@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.diet import encoding, storage
 from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
@@ -37,7 +38,6 @@ from nlu_engine.contract.component import (
     Component,
     EntityExtractor,
     FinetuneOptions,
-    IntentClassifier,
     TrainableEncoder,
     param,
 )
@@ -55,7 +55,7 @@ PREDICT_BATCH = 64
 logger = logging.getLogger(__name__)
 
 
-class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
+class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
     Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
@@ -72,7 +72,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         epochs: int | None = param(None, low=1)
         batch_size: int | list[int] = param([64, 256], low=1)
         batch_strategy: Literal["balanced", "sequence"] = "balanced"

@@ -29,15 +29,16 @@ def held_out_intents(intents: list[str], k: int, seed: int) -> list[str]:
 def dump(path: Path, fold: int, k: int, seed: int, config: str) -> None:
     from nlu_engine.assembly.config import load_config
     from nlu_engine.assembly.pipeline import Pipeline
-    from nlu_engine.classifiers.calibration import calibration_split
+    from nlu_engine.classifiers.calibration import MAX_HELD_OUT
     from nlu_engine.contract.training_data import TrainingData
     from nlu_engine.training_data import load_data
+    from nlu_engine.training_data.split import stratified_holdout
 
     train = load_data(NLU_EVAL / f"KFold_{fold}" / "train.md")
     test = load_data(NLU_EVAL / f"KFold_{fold}" / "test.md")
     out = held_out_intents(sorted(train.intents), k, seed)
     kept = [m for m in train.messages if m.intent not in out]
-    tr, ho = calibration_split([m.intent for m in kept], 0.1, seed)
+    tr, ho = stratified_holdout([m.intent for m in kept], 0.1, seed, max_held=MAX_HELD_OUT)
     data = TrainingData(messages=[kept[i] for i in tr], synonyms=train.synonyms,
                         regex_features=train.regex_features, lookup_tables=train.lookup_tables)
     pipeline = Pipeline.build(load_config(config, ["DIETClassifier.calibration=false"]))

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from nlu_engine.contract.component import ENTITIES, TOKENS, EntityExtractor, param
 from nlu_engine.contract.errors import ConfigError
@@ -106,8 +106,8 @@ class SentimentAnalyzer(EntityExtractor):
         (directory / LEXICON_FILE).write_text(json.dumps(self.lexicon_, ensure_ascii=False, indent=1))
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> SentimentAnalyzer:
-        component = cls(**config)
+    def load(cls, directory: Path, config: SentimentAnalyzer.Config) -> SentimentAnalyzer:
+        component = cls(config)
         lexicon = json.loads((directory / LEXICON_FILE).read_text(encoding="utf-8"))
         if not isinstance(lexicon, dict) or not set(lexicon.values()) <= set(FLIP):
             raise ValueError(f"{LEXICON_FILE} must map words to 'positive' or 'negative'")

@@ -506,12 +506,12 @@ def load_pipeline(
         steps.append(ComponentSpec(name=name, cls=cls, config=step_config))
     components = []
     for index, (step, folder) in enumerate(zip(steps, manifest["components"], strict=True)):
-        name, cls, params = step.name, step.cls, step.params
+        name, cls = step.name, step.cls
         directory = (root / str(folder)).resolve()
         if not directory.is_relative_to(root.resolve()) or not directory.is_dir():
             raise ArchiveError(f"model archive '{where}': folder '{folder}' is missing")
         try:
-            component = cls.load(directory, params)
+            component = cls.load(directory, step.config)
         except ArchiveMemberError as error:  # names the component's folder, file and array
             raise ArchiveError(f"model archive '{where}': {error}") from None
         except ArchiveError:

@@ -1,6 +1,7 @@
 """Confidences that mean what they say, shared by every intent classifier.
 
-While a classifier trains, a stratified share of its examples is held out (``calibration_split``).
+While a classifier trains, a stratified share of its examples is held out (``holdout``, by
+``training_data.split.stratified_holdout``).
 Once the classifier has learned from the rest, its scores for the held-out examples fit two things:
 
 * **Temperature** ``T`` (Guo et al. 2017): the confidences become ``softmax(log p / T)``, with
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ import numpy as np
 from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.npz import load_npz
+from nlu_engine.training_data.split import stratified_holdout
 
 logger = logging.getLogger(__name__)
 
@@ -69,59 +70,6 @@ OUT_OF_SCOPE = "out_of_scope"
 #: a classifier's prediction for calibration: probabilities [B, N] and sentence vectors [B, D]
 #: (None when it has none to offer the in-scope score)
 Predict = Callable[[list[Message]], tuple[np.ndarray, np.ndarray | None]]
-
-
-def calibration_split(
-    labels: Sequence[str | None], share: float = DEFAULT_SHARE, seed: int | None = 42,
-    max_held: int = MAX_HELD_OUT, keys: np.ndarray | None = None,
-    trained: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(train, held-out) example indices: ``share`` of each label's examples held out, rounded
-    down, so a label with fewer than ``1 / share`` examples (and always one with fewer than two)
-    keeps them all; the share shrinks so that at most ``max_held`` are held out. Examples without
-    a label always train. Both index arrays are sorted.
-
-    ``keys`` [N] uint64, one per example (a hash of its content): a label's held-out examples
-    are then those whose keys, mixed with the seed (None counts as 0), rank first. Which examples
-    are held out then depends on them and on their label's count (and, above ``max_held``, on the
-    total), not on the order or the other labels' examples, so that a fine-tune holds out what
-    the stored model held out. ``trained`` [N] bool marks the examples a stored model was trained
-    on: they are never held out, so a fine-tune is not calibrated on what its network has seen
-    (a label then holds out fewer when its share grew). Without keys, a seeded random draw."""
-    labelled = sum(1 for label in labels if label)
-    share = min(share, max_held / labelled) if labelled else share
-    if keys is None:
-        keys = np.random.default_rng(seed).integers(0, 2**63, len(labels), dtype=np.uint64)
-    keys = np.asarray(keys, np.uint64)
-    seen = np.zeros(len(labels), bool) if trained is None else np.asarray(trained, bool)
-    if len(keys) != len(labels) or len(seen) != len(labels):
-        raise ValueError(f"{len(labels)} labels, but {len(keys)} keys and {len(seen)} trained flags")
-    ranks = _mixed(keys, seed or 0)
-    by_label: dict[str, list[int]] = defaultdict(list)
-    for i, label in enumerate(labels):
-        if label:
-            by_label[label].append(i)
-    held: list[int] = []
-    for members in by_label.values():
-        n_held = int(len(members) * share) if len(members) >= 2 else 0
-        candidates = np.asarray([i for i in members if not seen[i]], np.int64)
-        n_held = min(n_held, len(candidates))
-        if n_held:
-            order = np.argsort(ranks[candidates], kind="stable")
-            held.extend(candidates[order[:n_held]].tolist())
-    held_index = np.array(sorted(held), np.int64)
-    train_index = np.setdiff1d(np.arange(len(labels)), held_index)
-    return train_index, held_index
-
-
-def _mixed(keys: np.ndarray, seed: int) -> np.ndarray:
-    """``keys`` [N] uint64 scrambled with ``seed`` (SplitMix64's finaliser): a seeded order of
-    the examples that each example's key alone decides."""
-    with np.errstate(over="ignore"):
-        z = keys ^ np.uint64((seed * 0x9E3779B97F4A7C15) % 2**64)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
 
 
 def fit_temperature(log_probs: np.ndarray, targets: np.ndarray) -> float:
@@ -360,12 +308,14 @@ def holdout(
     labels: Sequence[str | None], enabled: bool, share: float, seed: int | None, where: str,
     keys: np.ndarray | None = None, trained: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(train, held-out) indices for a classifier's calibration; none held out when calibration
-    is off, or (with one notice) when the data is too small to spare ``MIN_HELD_OUT`` examples."""
+    """(train, held-out) indices for a classifier's calibration: ``share`` of each label's
+    examples, rounded down, at most ``MAX_HELD_OUT`` in all (``stratified_holdout``, with its
+    ``keys`` and ``trained``); none held out when calibration is off, or (with one notice) when
+    the data is too small to spare ``MIN_HELD_OUT`` examples."""
     everything = np.arange(len(labels))
     if not enabled:
         return everything, np.zeros(0, np.int64)
-    train, held = calibration_split(labels, share, seed, keys=keys, trained=trained)
+    train, held = stratified_holdout(labels, share, seed, keys=keys, trained=trained, max_held=MAX_HELD_OUT)
     if len(held) < MIN_HELD_OUT:
         logger.log(
             NOTICE,

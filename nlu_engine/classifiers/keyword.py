@@ -7,7 +7,6 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from nlu_engine.contract.component import IntentClassifier
 from nlu_engine.contract.message import Message
@@ -58,8 +57,8 @@ class KeywordIntentClassifier(IntentClassifier):
         (directory / "keywords.json").write_text(json.dumps(self.keywords_, ensure_ascii=False))
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> KeywordIntentClassifier:
-        component = cls(**config)
+    def load(cls, directory: Path, config: KeywordIntentClassifier.Config) -> KeywordIntentClassifier:
+        component = cls(config)
         keywords = json.loads((directory / "keywords.json").read_text(encoding="utf-8"))
         if not isinstance(keywords, dict):
             raise ValueError("keywords.json must be a mapping")

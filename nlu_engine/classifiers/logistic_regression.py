@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import Expected, load_npz, refusal
 from nlu_engine.contract.training_data import TrainingData
@@ -40,13 +41,13 @@ def sentence_matrix(messages: list[Message], width: int | None = None) -> scipy.
     return scipy.sparse.vstack(fixed, format="csr").astype(np.float32)
 
 
-class LogisticRegressionClassifier(IntentClassifier):
+class LogisticRegressionClassifier(CalibratedIntentClassifier):
     """Multinomial logistic regression (class_weight='balanced'), Rasa's defaults."""
 
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         max_iter: int = param(100, low=1)
         solver: Literal["lbfgs", "liblinear", "newton-cg", "newton-cholesky", "sag", "saga"] = "lbfgs"
         tol: float = param(1e-4, low=0)
@@ -56,20 +57,17 @@ class LogisticRegressionClassifier(IntentClassifier):
     config: Config
 
     def train(self, data: TrainingData) -> None:
-        """Fit on a share of the examples and calibrate on the rest, then fit on all of them."""
+        """Fit on a share of the examples and calibrate on the rest, then fit on all of them
+        (``CalibratedIntentClassifier.fit_calibrated``)."""
         examples = data.intent_examples
         self.classes_ = sorted({m.intent for m in examples if m.intent})
-        self.calibration_ = calibration.Calibration()
-        if len(self.classes_) >= 2:
-            labels = [m.intent for m in examples]
-            train, held = calibration.holdout(labels, self.config.calibration, self.config.calibration_share,
-                                              self.config.random_state, self.component_name())
-            if len(held):
-                self._fit([examples[i] for i in train])
-                self.calibration_ = calibration.fit_calibration(
-                    lambda ms: (self._probabilities(sentence_matrix(ms, self.width_)), None),
-                    self.classes_, [], [examples[i] for i in held], lambda m: m.intent)
+        self.fit_calibrated(examples, self.classes_, self.config.random_state)
+
+    def fit_examples(self, examples: list[Message]) -> None:
         self._fit(examples)
+
+    def calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, None]:
+        return self._probabilities(sentence_matrix(messages, self.width_)), None
 
     def _fit(self, examples: list[Message]) -> None:
         from sklearn.linear_model import LogisticRegression
@@ -122,8 +120,10 @@ class LogisticRegressionClassifier(IntentClassifier):
         self.calibration_.persist(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> LogisticRegressionClassifier:
-        component = cls(**config)
+    def load(
+        cls, directory: Path, config: LogisticRegressionClassifier.Config
+    ) -> LogisticRegressionClassifier:
+        component = cls(config)
         classes = json.loads((directory / "classes.json").read_text())
         if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
             raise refusal(directory / "classes.json", "is not a list of intent names")

@@ -309,7 +309,7 @@ class ResponseSelector(DIETClassifier):
             super().persist(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> ResponseSelector:
+    def load(cls, directory: Path, config: ResponseSelector.Config) -> ResponseSelector:
         directory = Path(directory)
         state = json.loads((directory / SELECTOR_FILE).read_text(encoding="utf-8"))
         responses = json.loads((directory / RESPONSES_FILE).read_text(encoding="utf-8"))
@@ -317,7 +317,7 @@ class ResponseSelector(DIETClassifier):
         if state["trained"]:
             component = super().load(directory, config)
         else:
-            component = cls(**config)
+            component = cls(config)
             component.intents_ = []
         component.all_retrieval_intents_ = [str(i) for i in state["all_retrieval_intents"]]
         component.responses_ = {str(k): list(v) for k, v in responses.items()}

@@ -38,9 +38,10 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
 from nlu_engine.classifiers.ranking import write_intent
-from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.npz import Expected, load_npz, refusal
@@ -56,13 +57,13 @@ CALIBRATION_SEED = 1
 MIN_PROBABILITY = 1e-7
 
 
-class SklearnIntentClassifier(IntentClassifier):
+class SklearnIntentClassifier(CalibratedIntentClassifier):
     """Rasa's SVM intent classifier (grid search over C, gamma and kernels)."""
 
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         C: list[float] = param([1, 2, 5, 10, 20, 100], low=1e-9)  # SVC needs C > 0
         gamma: list[float] = param([0.1], low=0)
         kernels: list[Kernel] = param(["linear"])
@@ -97,21 +98,25 @@ class SklearnIntentClassifier(IntentClassifier):
         index = {name: i for i, name in enumerate(self.classes_)}
         y = np.array([index[str(m.intent)] for m in examples])
         params, self.search_ = self._search(X, y)
-        self.calibration_ = self._calibrate(examples, X, y, params)
-        self.model_ = SVMModel.fit(X, y, len(self.classes_), **params)
+        self._fitting = (X, y, params, {id(m): i for i, m in enumerate(examples)})
+        try:
+            self.fit_calibrated(examples, self.classes_, 42)
+        finally:
+            del self._fitting
 
-    def _calibrate(self, examples: list[Message], X: scipy.sparse.csr_matrix, y: np.ndarray,
-                   params: dict[str, Any]) -> calibration.Calibration:
-        """The grid's best SVM fitted on a share of the examples, calibrated on the rest."""
-        train, held = calibration.holdout([m.intent for m in examples], self.config.calibration,
-                                          self.config.calibration_share, 42, self.component_name())
-        if not len(held):
-            return calibration.Calibration()
-        model = SVMModel.fit(X[train], y[train], len(self.classes_), **params)
-        rows = {id(m): i for i, m in enumerate(examples)}
-        return calibration.fit_calibration(
-            lambda ms: (model.predict_proba(X[[rows[id(m)] for m in ms]]), None),
-            self.classes_, [], [examples[i] for i in held], lambda m: str(m.intent))
+    # --- the hooks of CalibratedIntentClassifier.fit_calibrated: the grid's best SVM ----------------
+    def label_of(self, message: Message) -> str | None:
+        return str(message.intent)
+
+    def fit_examples(self, examples: list[Message]) -> None:
+        X, y, params, rows = self._fitting
+        index = [rows[id(m)] for m in examples]
+        self.model_ = SVMModel.fit(X[index], y[index], len(self.classes_), **params)
+
+    def calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, None]:
+        X, _, _, rows = self._fitting
+        assert self.model_ is not None
+        return self.model_.predict_proba(X[[rows[id(m)] for m in messages]]), None
 
     def _grid(self) -> list[dict[str, Any]]:
         return [
@@ -196,8 +201,8 @@ class SklearnIntentClassifier(IntentClassifier):
         self.calibration_.persist(Path(directory))
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> SklearnIntentClassifier:
-        component = cls(**config)
+    def load(cls, directory: Path, config: SklearnIntentClassifier.Config) -> SklearnIntentClassifier:
+        component = cls(config)
         state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
         component.classes_ = [str(c) for c in state["classes"]]
         component.width_ = int(state["width"])

@@ -32,6 +32,7 @@ import dataclasses
 import functools
 import types
 import typing
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
@@ -134,6 +135,24 @@ class ComponentConfig:
     def as_dict(self) -> dict[str, Any]:
         """Every parameter by name, in declaration order (what a model archive stores)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    # A custom component written before ``load`` took the typed config rebuilds it with
+    # ``cls(**config)``: these two keep that working, with a DeprecationWarning.
+    def keys(self) -> list[str]:
+        """Deprecated: the parameter names, so that ``cls(**config)`` still works in an old
+        ``load``; build the component with ``cls(config)`` instead."""
+        warnings.warn(
+            f"{type(self).__qualname__}: Component.load receives the typed Config now; build "
+            "the component with cls(config) rather than cls(**config)",
+            DeprecationWarning, stacklevel=2,
+        )
+        return [f.name for f in dataclasses.fields(self)]
+
+    def __getitem__(self, name: str) -> Any:
+        """Deprecated: a parameter by name, for ``cls(**config)`` (see ``keys``)."""
+        if name not in _field_names(type(self)):
+            raise KeyError(name)
+        return getattr(self, name)
 
 
 def config_fields(config_class: type[ComponentConfig]) -> dict[str, dataclasses.Field[Any]]:
@@ -417,9 +436,11 @@ class Component:
         """Write learned state into ``directory`` (created by the caller)."""
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> Component:
-        """Rebuild a trained component from ``config`` and what ``persist`` wrote."""
-        return cls(**config)
+    def load(cls, directory: Path, config: ComponentConfig) -> Component:
+        """Rebuild a trained component from ``config``, its ``Config`` as the model archive
+        stores it (built and checked once by the loader), and what ``persist`` wrote: start with
+        ``cls(config)``."""
+        return cls(config)
 
     def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
         """Learn state from ``data`` starting from ``previous`` (this component as the model
@@ -455,7 +476,9 @@ class DenseFeaturizer(Featurizer):
 
 class IntentClassifier(Component):
     """Predicts the intent and its ranking. Every intent classifier calibrates its confidences
-    (``nlu_engine.classifiers.calibration``) unless ``calibration`` is off."""
+    (``nlu_engine.classifiers.calibration``) unless ``calibration`` is off: the built-in ones
+    through ``nlu_engine.classifiers.calibrated.CalibratedIntentClassifier.fit_calibrated``, the
+    one hold-out -> fit -> calibrate -> refit sequence."""
 
     provides = (INTENT,)
 

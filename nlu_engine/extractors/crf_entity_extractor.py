@@ -312,8 +312,8 @@ class CRFEntityExtractor(EntityExtractor):
         (Path(directory) / STATE_FILE).write_text(json.dumps(state, indent=1))
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> CRFEntityExtractor:
-        extractor = cls(**config)
+    def load(cls, directory: Path, config: CRFEntityExtractor.Config) -> CRFEntityExtractor:
+        extractor = cls(config)
         state = json.loads((Path(directory) / STATE_FILE).read_text(encoding="utf-8"))
         order = [str(name) for name in state.get("order", [])]
         unknown = [name for name in order if name not in TAG_NAMES]

@@ -90,8 +90,8 @@ class RegexEntityExtractor(EntityExtractor):
             json.dump(getattr(self, "patterns_", []), f, ensure_ascii=False, indent=1)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> RegexEntityExtractor:
-        extractor = cls(**config)
+    def load(cls, directory: Path, config: RegexEntityExtractor.Config) -> RegexEntityExtractor:
+        extractor = cls(config)
         patterns = json.loads((Path(directory) / REGEX_FILE).read_text(encoding="utf-8"))
         if not isinstance(patterns, list):
             raise ValueError(f"{REGEX_FILE} must hold a list of patterns")

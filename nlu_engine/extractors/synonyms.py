@@ -78,8 +78,8 @@ class EntitySynonymMapper(Component):
             json.dump(getattr(self, "synonyms_", {}), f, ensure_ascii=False, indent=1, sort_keys=True)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> EntitySynonymMapper:
-        mapper = cls(**config)
+    def load(cls, directory: Path, config: EntitySynonymMapper.Config) -> EntitySynonymMapper:
+        mapper = cls(config)
         path = Path(directory) / SYNONYMS_FILE
         synonyms = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         if not isinstance(synonyms, dict):

@@ -211,8 +211,8 @@ class SpacyNLP(Component):
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> SpacyNLP:
-        component = cls(**config)
+    def load(cls, directory: Path, config: SpacyNLP.Config) -> SpacyNLP:
+        component = cls(config)
         saved = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
         component.trained_model_ = saved.get("model")
         try:

@@ -167,8 +167,8 @@ class JiebaTokenizer(BaseTokenizer):
             json.dump(getattr(self, "word_splits_", {}), f, ensure_ascii=False, indent=1)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> JiebaTokenizer:
-        tokenizer = cls(**config)
+    def load(cls, directory: Path, config: JiebaTokenizer.Config) -> JiebaTokenizer:
+        tokenizer = cls(config)
         file = Path(directory) / DICTIONARIES_FILE
         try:
             entries = json.loads(file.read_text(encoding="utf-8")) if file.exists() else []

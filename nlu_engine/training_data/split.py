@@ -1,18 +1,88 @@
-"""Seeded, intent-stratified train/test splits and cross-validation folds.
+"""Seeded, intent-stratified splits: the one hold-out every part of the package uses
+(:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples,
+``train_test_split``) and cross-validation folds.
 
-Examples are grouped by their full intent name (retrieval intents by ``faq/ask_name``;
-examples without an intent form a group of their own). Each group is shuffled with a generator
-seeded by ``seed`` and the group's name, so a group's split does not change when other intents
-are added. An intent with a single example always stays in training. Both sides keep the
-synonyms, regex features, lookup tables and responses; examples keep their original order.
+Examples are grouped by their label (for training data, the full intent name: retrieval intents
+by ``faq/ask_name``). Which of a group's examples are held out is decided by a key per example
+mixed with the seed: a hash of the example's content, so a group's split does not change when
+other intents are added (or a seeded random draw without keys). An intent with a single example
+always stays in training. Both sides of ``train_test_split`` keep the synonyms, regex features,
+lookup tables and responses; examples keep their original order.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections import defaultdict
+from collections.abc import Hashable, Sequence
+
+import numpy as np
 
 from nlu_engine.contract.training_data import TrainingData
+
+
+def stratified_holdout(
+    labels: Sequence[Hashable | None], share: float, seed: int | None = 42, *,
+    keys: np.ndarray | None = None, trained: np.ndarray | None = None,
+    max_held: int | None = None, both_sides: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kept, held-out) example indices, both sorted: ``share`` of each label's examples held out.
+
+    Rounding: ``floor(n * share)`` of a label's ``n`` examples, so a label with fewer than
+    ``1 / share`` keeps them all (a calibration share); with ``both_sides``, ``round(n * (1 -
+    share))`` kept, but at least one and at most ``n - 1`` (a test split: every label with two or
+    more examples on both sides). A label with one example, and an example without a label (None or ""), is
+    never held out. ``max_held``: the share shrinks so that at most that many are held out.
+
+    ``keys`` [N] uint64, one per example (a hash of its content, e.g. :func:`content_keys`): a
+    label's held-out examples are those whose keys, mixed with the seed (None counts as 0), rank
+    first, so which are held out depends on them and on their label's count (and, above
+    ``max_held``, on the total), not on the order or the other labels' examples. ``trained`` [N]
+    bool marks examples a stored model was trained on: they are never held out (a label then
+    holds out fewer when its share grew). Without keys, a seeded random draw."""
+    labelled = [i for i, label in enumerate(labels) if label is not None and label != ""]
+    if max_held is not None and labelled:
+        share = min(share, max_held / len(labelled))
+    if keys is None:
+        keys = np.random.default_rng(seed).integers(0, 2**63, len(labels), dtype=np.uint64)
+    keys = np.asarray(keys, np.uint64)
+    seen = np.zeros(len(labels), bool) if trained is None else np.asarray(trained, bool)
+    if len(keys) != len(labels) or len(seen) != len(labels):
+        raise ValueError(f"{len(labels)} labels, but {len(keys)} keys and {len(seen)} trained flags")
+    ranks = _mixed(keys, seed or 0)
+    by_label: dict[Hashable, list[int]] = defaultdict(list)
+    for i in labelled:
+        by_label[labels[i]].append(i)
+    held: list[int] = []
+    for members in by_label.values():
+        n = len(members)
+        if n < 2:
+            continue
+        n_held = n - min(n - 1, max(1, round(n * (1 - share)))) if both_sides else int(n * share)
+        candidates = np.asarray([i for i in members if not seen[i]], np.int64)
+        n_held = min(n_held, len(candidates))
+        if n_held:
+            order = np.argsort(ranks[candidates], kind="stable")
+            held.extend(candidates[order[:n_held]].tolist())
+    held_index = np.array(sorted(held), np.int64)
+    return np.setdiff1d(np.arange(len(labels)), held_index), held_index
+
+
+def content_keys(texts: Sequence[str]) -> np.ndarray:
+    """A stable uint64 hash of each text [N], the ``keys`` of :func:`stratified_holdout`."""
+    return np.array([int.from_bytes(hashlib.blake2b(t.encode("utf-8"), digest_size=8).digest(), "little")
+                     for t in texts], np.uint64)
+
+
+def _mixed(keys: np.ndarray, seed: int) -> np.ndarray:
+    """``keys`` [N] uint64 scrambled with ``seed`` (SplitMix64's finaliser): a seeded order of
+    the examples that each example's key alone decides."""
+    with np.errstate(over="ignore"):
+        z = keys ^ np.uint64((seed * 0x9E3779B97F4A7C15) % 2**64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
 
 
 def _groups(data: TrainingData) -> list[tuple[str, list[int]]]:
@@ -32,18 +102,15 @@ def train_test_split(
     data: TrainingData, training_fraction: float = 0.8, seed: int = 42
 ) -> tuple[TrainingData, TrainingData]:
     """``(train, test)``: per intent, ``round(n * training_fraction)`` examples go to train,
-    at least one to each side when the intent has two or more."""
+    at least one to each side when the intent has two or more (:func:`stratified_holdout`,
+    keyed by each example's intent and text)."""
     if not 0.0 < training_fraction < 1.0:
         raise ValueError(f"training_fraction must be between 0 and 1 (got {training_fraction})")
-    train: list[int] = []
-    test: list[int] = []
-    for label, indices in _groups(data):
-        shuffled = _shuffled(indices, seed, label)
-        n = len(shuffled)
-        n_train = n if n < 2 else min(n - 1, max(1, round(n * training_fraction)))
-        train.extend(shuffled[:n_train])
-        test.extend(shuffled[n_train:])
-    return _pick(data, train), _pick(data, test)
+    names = [m.intent_response_key or m.intent or "" for m in data.messages]
+    keys = content_keys([f"{name}\x00{m.text}" for name, m in zip(names, data.messages, strict=True)])
+    labels = [(name,) for name in names]  # examples without an intent split as a group of their own
+    train, test = stratified_holdout(labels, 1 - training_fraction, seed, keys=keys, both_sides=True)
+    return _pick(data, train.tolist()), _pick(data, test.tolist())
 
 
 def stratified_folds(

@@ -128,6 +128,32 @@ def test_train_parse_persist_load(tmp_path: Path, feedback_data: Path) -> None:
     assert reloaded.parse(texts[1]) == results[1]
 
 
+def test_a_load_written_for_a_dict_config_still_loads(
+    tmp_path: Path, feedback_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load`` receives the typed Config; one written when it got a dict (``cls(**config)``,
+    ``config["key"]``) still works, with a DeprecationWarning saying what to change."""
+    from examples.custom_components.sentiment import LEXICON_FILE, SentimentAnalyzer
+
+    seen: list[object] = []
+
+    def old_load(cls: type[SentimentAnalyzer], directory: Path, config: dict) -> SentimentAnalyzer:
+        seen.append(config["negation_window"])
+        component = cls(**config)
+        component.lexicon_ = json.loads((directory / LEXICON_FILE).read_text(encoding="utf-8"))
+        return component
+
+    archive = nlu_engine.train(config(negation_window=2), str(feedback_data), out=str(tmp_path),
+                               fixed_model_name="old")
+    expected = nlu_engine.load(archive, allow_components=[SENTIMENT]).parse("not really good")
+    monkeypatch.setattr(SentimentAnalyzer, "load", classmethod(old_load))
+    with pytest.warns(DeprecationWarning, match=r"build the component with cls\(config\)"):
+        model = nlu_engine.load(archive, allow_components=[SENTIMENT])
+    assert seen == [2]
+    assert model.parse("not really good") == expected
+    assert sentiments(expected) == [("good", "negative")]  # negation_window 2 reached "not"
+
+
 def test_learning_can_be_switched_off(tmp_path: Path, feedback_data: Path) -> None:
     archive = nlu_engine.train(config(learn_from_data=False, negations=[]), str(feedback_data),
                                out=str(tmp_path), fixed_model_name="plain")

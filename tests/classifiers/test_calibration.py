@@ -11,7 +11,6 @@ from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.calibration import (
     Calibration,
     InScope,
-    calibration_split,
     expected_calibration_error,
     fit_temperature,
 )
@@ -21,23 +20,6 @@ from nlu_engine.contract.errors import NOTICE, ConfigError
 def softmax(z: np.ndarray) -> np.ndarray:
     e = np.exp(z - z.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)
-
-
-def test_the_split_holds_out_a_share_of_each_intent_and_keeps_small_ones_whole() -> None:
-    labels = ["a"] * 30 + ["b"] * 10 + ["c"] * 9 + ["d"] + [None] * 3
-    train, held = calibration_split(labels, share=0.1, seed=1)
-    held_labels = [labels[i] for i in held]
-    assert held_labels.count("a") == 3 and held_labels.count("b") == 1
-    assert "c" not in held_labels and "d" not in held_labels and None not in held_labels
-    assert sorted([*train, *held]) == list(range(len(labels)))
-    again = calibration_split(labels, share=0.1, seed=1)
-    assert np.array_equal(again[1], held)  # seeded
-
-
-def test_large_data_holds_out_a_smaller_share() -> None:
-    labels = ["a"] * 6000 + ["b"] * 4000
-    _, held = calibration_split(labels, share=0.1, seed=1, max_held=500)
-    assert len(held) == 500 and sum(labels[i] == "a" for i in held) == 300
 
 
 def test_the_temperature_that_made_the_labels_is_found() -> None:
@@ -197,31 +179,3 @@ def test_the_top_label_scaling_needs_enough_held_out_errors(wrong: int, platt: b
     assert ((fitted.top_slope, fitted.top_bias) != (1.0, 0.0)) is platt
 
 
-def test_a_keyed_split_holds_out_the_same_examples_when_other_intents_are_added() -> None:
-    labels = ["a"] * 40 + ["b"] * 30
-    keys = np.arange(1000, 1070, dtype=np.uint64)
-    _, held = calibration_split(labels, share=0.1, seed=3, keys=keys)
-    grown = ["0_new"] * 25 + labels  # a new intent, sorted first, and every old index moved
-    grown_keys = np.concatenate([np.arange(5000, 5025, dtype=np.uint64), keys])
-    _, grown_held = calibration_split(grown, share=0.1, seed=3, keys=grown_keys)
-    old_held = sorted(int(keys[i]) for i in held)
-    assert sorted(int(grown_keys[i]) for i in grown_held if grown[i] != "0_new") == old_held
-    assert sum(grown[i] == "0_new" for i in grown_held) == 2
-    _, other_seed = calibration_split(labels, share=0.1, seed=4, keys=keys)
-    assert not np.array_equal(other_seed, held)  # the seed still decides the order
-
-
-def test_examples_a_stored_model_trained_on_are_never_held_out() -> None:
-    labels = ["a"] * 29
-    keys = np.arange(29, dtype=np.uint64)
-    train, held = calibration_split(labels, share=0.1, seed=5, keys=keys)
-    assert len(held) == 2
-    # one more example: the share now holds out 3, but the stored model trained on all but 2
-    grown = [*labels, "a"]
-    grown_keys = np.append(keys, np.uint64(99))
-    trained = np.isin(grown_keys, keys[train])
-    _, grown_held = calibration_split(grown, share=0.1, seed=5, keys=grown_keys, trained=trained)
-    assert not trained[grown_held].any()
-    assert set(grown_keys[grown_held].tolist()) <= {*keys[held].tolist(), 99}
-    with pytest.raises(ValueError, match="30 labels, but 29 keys"):
-        calibration_split(grown, share=0.1, seed=5, keys=keys)

@@ -150,7 +150,7 @@ def test_persist_load_identical_without_pickle(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["calibration.json", "svm.json", "svm.npz"]
     with np.load(tmp_path / "svm.npz", allow_pickle=False) as arrays:
         assert all(arrays[name].dtype != object for name in arrays.files)
-    loaded = SklearnIntentClassifier.load(tmp_path, classifier.get_config())
+    loaded = SklearnIntentClassifier.load(tmp_path, classifier.config)
     texts = ["hello", "see you tomorrow", "is it cold", "xyzzy"]
     before = [m.as_parse_result() for m in parse(classifier, pipeline, *texts)]
     after = [m.as_parse_result() for m in parse(loaded, pipeline, *texts)]
@@ -183,7 +183,7 @@ def test_single_intent_predicts_nothing(tmp_path: Path, caplog: pytest.LogCaptur
     classifier.train(pipeline[0])
     assert "fewer than 2 intents" in caplog.text
     classifier.persist(tmp_path)
-    loaded = SklearnIntentClassifier.load(tmp_path, classifier.get_config())
+    loaded = SklearnIntentClassifier.load(tmp_path, classifier.config)
     for component in (classifier, loaded):
         [message] = parse(component, pipeline, "hello")
         assert (message.intent, message.intent_confidence, message.intent_ranking) == (None, 0.0, [])

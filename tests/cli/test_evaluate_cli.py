@@ -44,7 +44,7 @@ class WordExtractor(EntityExtractor):
 
     @classmethod
     def load(cls, directory, config):
-        component = cls(**config)
+        component = cls(config)
         component.words_ = json.loads((directory / "words.json").read_text())
         return component
 '''

@@ -207,7 +207,7 @@ def test_no_entities_trains_nothing(tmp_path: Path) -> None:
     assert extractor.order_ == []
     assert extract(extractor, "hello") == []
     extractor.persist(tmp_path)
-    loaded = CRFEntityExtractor.load(tmp_path, extractor.get_config())
+    loaded = CRFEntityExtractor.load(tmp_path, extractor.config)
     assert extract(loaded, "hello") == []
 
 
@@ -219,7 +219,7 @@ def test_persist_load_identical_without_pickle(tmp_path: Path) -> None:
     extractor.persist(folder)
     assert sorted(p.name for p in folder.iterdir()) == ["crf.json", "entity.crfsuite", "role.crfsuite"]
     assert not any(p.suffix in (".pkl", ".joblib") for p in folder.iterdir())
-    loaded = CRFEntityExtractor.load(folder, extractor.get_config())
+    loaded = CRFEntityExtractor.load(folder, extractor.config)
     shutil.rmtree(folder)  # the archive's temporary folder is removed after loading
     for text in ["from Paris to Rome", "a flight to Lisbon from Dublin", "hello there"]:
         assert extract(loaded, text) == extract(extractor, text)
@@ -240,7 +240,7 @@ def test_initials_keep_their_final_dot_through_training_and_loading(tmp_path: Pa
     assert [(e["entity"], e["value"]) for e in extract(extractor, text)] == expected
     assert [e["value"] for e in extract(extractor, "fly to Berlin.")] == ["Berlin"]
     extractor.persist(tmp_path)
-    loaded = CRFEntityExtractor.load(tmp_path, extractor.get_config())
+    loaded = CRFEntityExtractor.load(tmp_path, extractor.config)
     assert extract(loaded, text) == extract(extractor, text)
 
 

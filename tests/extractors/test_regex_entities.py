@@ -112,7 +112,7 @@ def test_persist_and_load(tmp_path: Path) -> None:
     extractor.train(data())
     extractor.persist(tmp_path)
     assert (tmp_path / "regex.json").is_file()
-    loaded = RegexEntityExtractor.load(tmp_path, extractor.get_config())
+    loaded = RegexEntityExtractor.load(tmp_path, extractor.config)
     text = "AB123456, ab123456, Berlin and berlin"
     assert extract(loaded, text) == extract(extractor, text)
     assert len(extract(loaded, text)) == 2

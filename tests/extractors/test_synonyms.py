@@ -96,7 +96,7 @@ def test_persist_and_load(tmp_path: Path) -> None:
     mapper = trained()
     mapper.persist(tmp_path)
     assert (tmp_path / "synonyms.json").is_file()
-    loaded = EntitySynonymMapper.load(tmp_path, mapper.get_config())
+    loaded = EntitySynonymMapper.load(tmp_path, mapper.config)
     assert loaded.synonyms_ == mapper.synonyms_
     assert mapped(loaded, entity("Nyc")) == mapped(mapper, entity("Nyc"))
 

@@ -312,7 +312,7 @@ def test_persist_and_load_give_identical_features(config: dict[str, Any], tmp_pa
     featurizer.persist(tmp_path)
     assert (tmp_path / "vocabularies.json").exists()
     json.loads((tmp_path / "vocabularies.json").read_text(encoding="utf-8"))
-    loaded = CountVectorsFeaturizer.load(tmp_path, featurizer.get_config())
+    loaded = CountVectorsFeaturizer.load(tmp_path, featurizer.config)
     assert loaded.vocabularies_ == featurizer.vocabularies_
 
     new = make_messages([*TEXTS, ("completely unseen words here", None)])

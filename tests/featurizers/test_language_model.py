@@ -226,7 +226,7 @@ def test_persist_records_the_weights_checksum_and_load_checks_it(
     assert meta["hidden_size"] == HIDDEN and len(meta["weights_sha256"]) == 64
     assert not list(saved.glob("*.safetensors"))  # weights are not copied into the archive
 
-    loaded = LanguageModelFeaturizer.load(saved, {**featurizer.get_config()})
+    loaded = LanguageModelFeaturizer.load(saved, featurizer.config)
     (after,) = tokenized("check order for two")
     loaded.process([after])
     np.testing.assert_array_equal(features(after, "sequence"), features(before, "sequence"))
@@ -234,7 +234,7 @@ def test_persist_records_the_weights_checksum_and_load_checks_it(
 
     tiny_bert(bert_dir, seed=1)  # other weights at the same path
     with pytest.raises(ArchiveError, match="differ from those the model was trained with"):
-        LanguageModelFeaturizer.load(saved, featurizer.get_config())
+        LanguageModelFeaturizer.load(saved, featurizer.config)
 
 
 def test_weights_are_never_downloaded(tmp_path: Path, bert_dir: Path) -> None:
@@ -374,7 +374,7 @@ def test_fine_tuned_weights_persist_and_load_with_identical_output(bert_dir: Pat
         assert all(name.startswith("encoder.layer.1.") for name in stored.files)
         assert {stored[name].dtype for name in stored.files} == {np.dtype(np.float16)}
 
-    loaded = LanguageModelFeaturizer.load(saved, featurizer.get_config())
+    loaded = LanguageModelFeaturizer.load(saved, featurizer.config)
     (after,) = tokenized("check order for two")
     loaded.process([after])
     for kind in ("sequence", "sentence"):
@@ -388,7 +388,7 @@ def test_missing_or_corrupt_tuned_weights_never_fall_back_to_the_pretrained_ones
     saved = tmp_path / "component"
     saved.mkdir()
     featurizer.persist(saved)
-    config = featurizer.get_config()
+    config = featurizer.config
     tuned = saved / "tuned_encoder.npz"
     content = tuned.read_bytes()
 

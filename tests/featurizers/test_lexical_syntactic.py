@@ -136,7 +136,7 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
     featurizer.train(TrainingData(messages=tokenized("Book a table", "I want 2 TACOS now")))
     featurizer.persist(tmp_path)
     assert (tmp_path / "feature_to_idx.json").exists()
-    loaded = LexicalSyntacticFeaturizer.load(tmp_path, featurizer.get_config())
+    loaded = LexicalSyntacticFeaturizer.load(tmp_path, featurizer.config)
     assert loaded.feature_to_idx_ == featurizer.feature_to_idx_
     assert loaded.n_features_ == featurizer.n_features_
     a, b = tokenized("Book 2 TACOS please"), tokenized("Book 2 TACOS please")

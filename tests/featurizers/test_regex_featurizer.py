@@ -153,7 +153,7 @@ def test_no_patterns_gives_no_features(tmp_path: Path) -> None:
     assert message.features == []
     assert "pattern" not in message.tokens["text"][0].data
     featurizer.persist(tmp_path)
-    loaded = RegexFeaturizer.load(tmp_path, featurizer.get_config())
+    loaded = RegexFeaturizer.load(tmp_path, featurizer.config)
     loaded.process([message])
     assert message.features == []
 
@@ -169,7 +169,7 @@ def test_persist_and_load_give_identical_features(tmp_path: Path) -> None:
     featurizer.train(TrainingData(regex_features=PATTERNS, lookup_tables=LOOKUPS))
     featurizer.persist(tmp_path)
     assert (tmp_path / "patterns.json").exists()
-    loaded = RegexFeaturizer.load(tmp_path, featurizer.get_config())
+    loaded = RegexFeaturizer.load(tmp_path, featurizer.config)
     assert loaded.patterns_ == featurizer.patterns_
     a, b = tokenized("HEY 101 Mojito and pizza"), tokenized("HEY 101 Mojito and pizza")
     featurizer.process([a])

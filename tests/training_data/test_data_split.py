@@ -1,10 +1,11 @@
 from collections import Counter
 
+import numpy as np
 import pytest
 
 from nlu_engine.contract.message import Message
 from nlu_engine.training_data import TrainingData
-from nlu_engine.training_data.split import stratified_folds, train_test_split
+from nlu_engine.training_data.split import stratified_folds, stratified_holdout, train_test_split
 
 
 def make_data(sizes: dict[str, int]) -> TrainingData:
@@ -104,3 +105,62 @@ def test_folds_need_enough_examples():
         stratified_folds(make_data(SIZES), n_folds=1)
     with pytest.raises(ValueError, match="need at least"):
         stratified_folds(make_data({"a": 2, "b": 1}), n_folds=3)
+
+
+def test_the_split_holds_out_a_share_of_each_intent_and_keeps_small_ones_whole() -> None:
+    labels = ["a"] * 30 + ["b"] * 10 + ["c"] * 9 + ["d"] + [None] * 3
+    train, held = stratified_holdout(labels, 0.1, 1)
+    held_labels = [labels[i] for i in held]
+    assert held_labels.count("a") == 3 and held_labels.count("b") == 1
+    assert "c" not in held_labels and "d" not in held_labels and None not in held_labels
+    assert sorted([*train, *held]) == list(range(len(labels)))
+    again = stratified_holdout(labels, 0.1, 1)
+    assert np.array_equal(again[1], held)  # seeded
+
+
+def test_large_data_holds_out_a_smaller_share() -> None:
+    labels = ["a"] * 6000 + ["b"] * 4000
+    _, held = stratified_holdout(labels, 0.1, 1, max_held=500)
+    assert len(held) == 500 and sum(labels[i] == "a" for i in held) == 300
+
+
+def test_a_keyed_split_holds_out_the_same_examples_when_other_intents_are_added() -> None:
+    labels = ["a"] * 40 + ["b"] * 30
+    keys = np.arange(1000, 1070, dtype=np.uint64)
+    _, held = stratified_holdout(labels, 0.1, 3, keys=keys)
+    grown = ["0_new"] * 25 + labels  # a new intent, sorted first, and every old index moved
+    grown_keys = np.concatenate([np.arange(5000, 5025, dtype=np.uint64), keys])
+    _, grown_held = stratified_holdout(grown, 0.1, 3, keys=grown_keys)
+    old_held = sorted(int(keys[i]) for i in held)
+    assert sorted(int(grown_keys[i]) for i in grown_held if grown[i] != "0_new") == old_held
+    assert sum(grown[i] == "0_new" for i in grown_held) == 2
+    _, other_seed = stratified_holdout(labels, 0.1, 4, keys=keys)
+    assert not np.array_equal(other_seed, held)  # the seed still decides the order
+
+
+def test_examples_a_stored_model_trained_on_are_never_held_out() -> None:
+    labels = ["a"] * 29
+    keys = np.arange(29, dtype=np.uint64)
+    train, held = stratified_holdout(labels, 0.1, 5, keys=keys)
+    assert len(held) == 2
+    # one more example: the share now holds out 3, but the stored model trained on all but 2
+    grown = [*labels, "a"]
+    grown_keys = np.append(keys, np.uint64(99))
+    trained = np.isin(grown_keys, keys[train])
+    _, grown_held = stratified_holdout(grown, 0.1, 5, keys=grown_keys, trained=trained)
+    assert not trained[grown_held].any()
+    assert set(grown_keys[grown_held].tolist()) <= {*keys[held].tolist(), 99}
+    with pytest.raises(ValueError, match="30 labels, but 29 keys"):
+        stratified_holdout(grown, 0.1, 5, keys=keys)
+
+
+def test_both_sides_rounds_and_keeps_one_example_each_side() -> None:
+    """A test split (and DIET's evaluation examples): round(n * (1 - share)) kept, but every
+    label with two or more examples on both sides; a calibration share rounds down instead."""
+    labels = ["a"] * 2 + ["b"] * 4 + ["c"] * 10 + ["d"] + ["e"] * 7
+    _, held = stratified_holdout(labels, 0.2, 3, both_sides=True)
+    assert Counter(labels[i] for i in held) == {"a": 1, "b": 1, "c": 2, "e": 1}
+    _, floor = stratified_holdout(labels, 0.2, 3)
+    assert Counter(labels[i] for i in floor) == {"c": 2, "e": 1}
+    _, most = stratified_holdout(labels, 0.9, 3, both_sides=True)
+    assert Counter(labels[i] for i in most) == {"a": 1, "b": 3, "c": 9, "e": 6}

@@ -50,6 +50,9 @@ class CalibratedDIET:
     component_name: Callable[[], str]
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
+    fit_calibrated: Callable[..., None]
+    #: (the stored model, the fine-tuning options) while ``_fit`` trains
+    _resuming: tuple[Any, Any]
     #: the sentence head, when it ranks the intents (few examples an intent)
     head_: sentence_head.SentenceHead | None = None
     #: whether the sentence head may rank this component's labels
@@ -129,48 +132,54 @@ class CalibratedDIET:
             if "intent" in result:
                 result["intent"], result[IN_SCOPE_VECTOR] = p, v
 
-    def _hold_out_for_calibration(
-        self, examples: list[Message], trained_on: np.ndarray | None = None
-    ) -> tuple[list[Message], list[Message]]:
-        """(the examples the network trains on, those held out to calibrate it); never one of
-        ``trained_on`` (a stored model's example hashes, when fine-tuning)."""
+    # --- the hooks of CalibratedIntentClassifier.fit_calibrated ---------------------------------------
+    def _fit_calibrated(self, examples: list[Message], trained_on: np.ndarray | None) -> None:
+        """Train the network with calibrated confidences (``CalibratedIntentClassifier.fit_calibrated``);
+        never hold out one of ``trained_on`` (a stored model's example hashes, when fine-tuning)."""
         self.out_of_scope_intent_ = None
-        if not self.config.intent_classification or len(self.intents_) < 2:
-            return examples, []
-        self.out_of_scope_intent_ = calibration.out_of_scope_intent(
-            self.config.out_of_scope_intent, self.intents_, self.component_name())
-        # keyed by each example's content: a fine-tune holds out what the stored model held out
-        keys = example_hashes(examples, self.label_of)
-        trained = None if trained_on is None else np.isin(keys, trained_on)
-        train, held = calibration.holdout([self.label_of(m) for m in examples],
-                                          self.config.calibration, self.config.calibration_share,
-                                          self.config.random_seed, self.component_name(), keys, trained)
-        return [examples[i] for i in train], [examples[i] for i in held]
+        if self.holds_out() and len(self.intents_) >= 2:
+            self.out_of_scope_intent_ = calibration.out_of_scope_intent(
+                self.config.out_of_scope_intent, self.intents_, self.component_name())
+        self.fit_calibrated(examples, self.intents_, self.config.random_seed, trained_on)
 
-    def _calibrate(self, train: list[Message], held: list[Message]) -> None:
-        """Fit the calibration on the held-out examples, which the network has not seen."""
-        self.calibration_ = calibration.fit_calibration(self._calibration_predict, self.intents_, train, held,
-                                                        self.label_of, self.out_of_scope_intent_,
-                                                        self.config.random_seed)
+    def example_keys(self, examples: list[Message]) -> np.ndarray:
+        """Each example's content hash: a fine-tune holds out what the stored model held out."""
+        return example_hashes(examples, self.label_of)
 
-    def _train_calibrated_once(self, train: list[Message], held: list[Message]) -> None:
-        """Small data (``_refits``): one training in which the held-out examples join the last
-        ``calibration_join_share`` of the epochs. The calibration is fitted on the network's
-        predictions just before they join, and its in-scope reference again once the network has
-        learned from every example. (It trained twice before: on the rest, then on everything.)"""
-        self._train_network(train, None, None, late=held)
-        self.calibration_ = calibration.refit_in_scope(
-            self.calibration_, self._calibration_predict, self.intents_, train + held, self.label_of,
-            self.out_of_scope_intent_, self.config.random_seed)
+    def holds_out(self) -> bool:
+        """Only the intents are calibrated: nothing is held out without intent classification."""
+        return bool(self.config.intent_classification)
 
-    def _refits(self, examples: int, previous: Any) -> bool:
+    def fit_examples(self, examples: list[Message]) -> None:
+        self._train_network(examples, *self._resuming)
+
+    def calibration_out_of_scope(self) -> str | None:
+        return self.out_of_scope_intent_
+
+    def refits(self, examples: int) -> bool:
+        """Above ``calibration_refit_below`` examples, or when resuming, the held-out examples
+        stay out of the training (small data joins them late instead: ``joins_late``)."""
+        return False
+
+    def joins_late(self, examples: int) -> bool:
         """Whether the held-out examples join the training once the calibration is fitted:
         with fewer than ``calibration_refit_below`` examples, when it neither resumes a stored
         model nor fine-tunes a language model (whose tuned weights the first training changed)."""
-        return (examples < self.config.calibration_refit_below and previous is None
+        return (examples < self.config.calibration_refit_below and self._resuming[0] is None
                 and not self.trainable_encoders)
 
-    def _calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
+    def fit_joining_late(self, train: list[Message], held: list[Message]) -> None:
+        """Small data (``joins_late``): one training in which the held-out examples join the last
+        ``calibration_join_share`` of the epochs. The calibration is fitted on the network's
+        predictions just before they join (``_train_network`` calls ``calibrate``), and its
+        in-scope reference again once the network has learned from every example. (It trained
+        twice before: on the rest, then on everything.)"""
+        self._train_network(train, None, None, late=held)
+        self.calibration_ = calibration.refit_in_scope(
+            self.calibration_, self.calibration_predict, self.intents_, train + held, self.label_of,
+            self.out_of_scope_intent_, self.config.random_seed)
+
+    def calibration_predict(self, messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
         """Raw intent probabilities [B, N] and in-scope vectors [B, U] of training messages,
         their fine-tuned encoders' features computed anew with the tuned weights."""
         results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.diet import encoding, storage
 from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
@@ -37,7 +38,6 @@ from nlu_engine.contract.component import (
     Component,
     EntityExtractor,
     FinetuneOptions,
-    IntentClassifier,
     TrainableEncoder,
     param,
 )
@@ -55,7 +55,7 @@ PREDICT_BATCH = 64
 logger = logging.getLogger(__name__)
 
 
-class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
+class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
     Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
@@ -72,7 +72,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
     requires = (FEATURES,)
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(IntentClassifier.Config):
+    class Config(CalibratedIntentClassifier.Config):
         epochs: int | None = param(None, low=1)
         batch_size: int | list[int] = param([64, 256], low=1)
         batch_strategy: Literal["balanced", "sequence"] = "balanced"
@@ -281,20 +281,18 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
             self._fit_head(examples)
             return
-        trained_on = None if previous is None else previous.example_hashes_
-        examples, held = self._hold_out_for_calibration(examples, trained_on)
-        if held and self._refits(len(examples) + len(held), previous):
-            self._train_calibrated_once(examples, held)
-            return
-        self._train_network(examples, previous, options)
-        self._calibrate(examples, held)
+        self._resuming = (previous, options)
+        try:
+            self._fit_calibrated(examples, None if previous is None else previous.example_hashes_)
+        finally:
+            del self._resuming
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
                        options: FinetuneOptions | None, epochs: int | None = None,
                        late: list[Message] | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
         prediction. ``late``: held-out examples that join the last epochs, once the calibration
-        is fitted on them (``_train_calibrated_once``)."""
+        is fitted on them (``fit_joining_late``)."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
@@ -319,7 +317,7 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
         if late:
             def calibrate_before_joining(network: Any) -> None:
                 self._adopt_network(network, label_features, hashes)
-                self._calibrate(examples, late)
+                self.calibrate(examples, late, self.intents_, self.config.random_seed)
 
             join = LateJoin(np.arange(len(examples), len(every)), self.config.calibration_join_share,
                             calibrate_before_joining)
@@ -450,9 +448,9 @@ class DIETClassifier(CalibratedDIET, IntentClassifier, EntityExtractor):
             self.head_.persist(directory)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> DIETClassifier:
+    def load(cls, directory: Path, config: DIETClassifier.Config) -> DIETClassifier:
         """Restore the weights as they were saved (no TensorFlow, no retraining)."""
-        component = cls(**config)
+        component = cls(config)
         stored = storage.load(directory)
         state = stored.state
         component.intents_ = [str(i) for i in state["intents"]]

@@ -45,6 +45,7 @@ from nlu_engine.classifiers.diet.spec import TrainingOptions, TrainingSpec, reso
 from nlu_engine.classifiers.diet.steps import DIETTrainer
 from nlu_engine.contract.allocator import large_blocks_on_heap
 from nlu_engine.training_data.bilou import f1_score
+from nlu_engine.training_data.split import stratified_holdout
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.resume import ResumePlan
@@ -128,19 +129,13 @@ def compiled_predict(network: DIETNetwork, ragged: dict[str, tf.TensorSpec] | No
     return lambda batch: function({k: batch[k] for k in signature})
 
 
-def _holdout(labels: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
-    """A stratified hold-out of about ``size`` examples; labels seen once stay in training."""
+def _holdout(labels: np.ndarray, size: int, seed: int | None) -> np.ndarray:
+    """A stratified hold-out of about ``size`` examples (at most half of each label's; labels
+    seen once stay in training): the package's one split, ``stratified_holdout``."""
     if size <= 0:
         return np.zeros(0, np.int64)
-    fraction = min(size / len(labels), 0.5)
-    picked = []
-    for label in np.unique(labels):
-        members = np.flatnonzero(labels == label)
-        if len(members) < 2:
-            continue
-        take = max(1, round(len(members) * fraction))
-        picked.append(rng.choice(members, size=min(take, len(members) - 1), replace=False))
-    return np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
+    share = min(size / len(labels), 0.5)
+    return stratified_holdout(labels.tolist(), share, seed, both_sides=True)[1]
 
 
 def _subset(data: EncodedData, index: np.ndarray) -> EncodedData:
@@ -316,8 +311,8 @@ def fit(
     options = spec.training
     if options.tensorboard_log_directory:
         require_tensorboard(spec.name)
-    rng = np.random.default_rng(options.random_seed)  # hold-out split, then each epoch's batches
-    holdout = _holdout(encoded.label_ids, options.evaluate_on_number_of_examples, rng)
+    rng = np.random.default_rng(options.random_seed)  # each epoch's batches
+    holdout = _holdout(encoded.label_ids, options.evaluate_on_number_of_examples, options.random_seed)
     evaluation = None
     if late is not None and (resume is not None or len(holdout)):
         raise ValueError("fit: late-joining examples go with neither resume nor a hold-out evaluation")

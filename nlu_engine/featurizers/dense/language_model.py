@@ -553,8 +553,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> LanguageModelFeaturizer:
-        component = cls(**config)
+    def load(cls, directory: Path, config: LanguageModelFeaturizer.Config) -> LanguageModelFeaturizer:
+        component = cls(config)
         meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
         try:
             model = component._model()

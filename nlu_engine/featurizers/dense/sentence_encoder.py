@@ -142,8 +142,10 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> UniversalSentenceEncoderFeaturizer:
-        component = cls(**config)
+    def load(
+        cls, directory: Path, config: UniversalSentenceEncoderFeaturizer.Config
+    ) -> UniversalSentenceEncoderFeaturizer:
+        component = cls(config)
         try:
             meta = json.loads((directory / META_FILE).read_text(encoding="utf-8"))
             wanted = str(meta["weights_sha256"])

@@ -518,8 +518,8 @@ class CountVectorsFeaturizer(Featurizer):
             json.dump(payload, f, ensure_ascii=False)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> CountVectorsFeaturizer:
-        featurizer = cls(**config)
+    def load(cls, directory: Path, config: CountVectorsFeaturizer.Config) -> CountVectorsFeaturizer:
+        featurizer = cls(config)
         with open(Path(directory) / VOCABULARIES_FILE, encoding="utf-8") as f:
             payload = json.load(f)
         stored = {

@@ -19,7 +19,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import scipy.sparse
@@ -206,8 +205,8 @@ class LexicalSyntacticFeaturizer(Featurizer):
             json.dump(payload, f, ensure_ascii=False, sort_keys=True)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> LexicalSyntacticFeaturizer:
-        featurizer = cls(**config)
+    def load(cls, directory: Path, config: LexicalSyntacticFeaturizer.Config) -> LexicalSyntacticFeaturizer:
+        featurizer = cls(config)
         with open(Path(directory) / FEATURE_TO_IDX_FILE, encoding="utf-8") as f:
             payload = json.load(f)
         index: FeatureIndex = {}

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import scipy.sparse
@@ -115,8 +114,8 @@ class RegexFeaturizer(Featurizer):
             json.dump(getattr(self, "patterns_", []), f, ensure_ascii=False, indent=1)
 
     @classmethod
-    def load(cls, directory: Path, config: dict[str, Any]) -> RegexFeaturizer:
-        featurizer = cls(**config)
+    def load(cls, directory: Path, config: RegexFeaturizer.Config) -> RegexFeaturizer:
+        featurizer = cls(config)
         with open(Path(directory) / PATTERNS_FILE, encoding="utf-8") as f:
             patterns = json.load(f)
         featurizer.patterns_ = [{"name": str(p["name"]), "pattern": str(p["pattern"])} for p in patterns]

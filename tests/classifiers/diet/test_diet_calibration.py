@@ -171,7 +171,7 @@ def test_adding_an_intent_keeps_the_examples_held_out_from_the_others() -> None:
 
     def held_out(messages: list[Message]) -> set[tuple[str, str]]:
         diet.intents_ = sorted({m.intent for m in messages if m.intent})
-        _, held = diet._hold_out_for_calibration(messages)
+        _, held = diet.hold_out(messages, diet.intents_, diet.config.random_seed)
         return {(m.text, m.intent) for m in held}
 
     before = held_out(known)

@@ -63,6 +63,15 @@ ROUTES = [
 ]
 
 
+def _cors_middleware(cors: list[str] | None) -> list[Middleware]:
+    """CORS for the origins ``serve --cors`` names (none: no middleware)."""
+    if not cors:
+        return []
+    return [Middleware(CORSMiddleware, allow_origins=list(cors),
+                       allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+                       allow_headers=["Authorization", "Content-Type"])]
+
+
 def create_app(
     model_path: str | Path | None = None,
     models_dir: str | Path | None = None,
@@ -96,9 +105,9 @@ def create_app(
     the settings of ``serve --log-messages`` (:class:`~nlu_engine.server.message_log.LogSettings`
     as a dict), whose writer runs from startup to shutdown; None logs nothing. ``runtime``:
     the parse runtime of every model loaded (``serve --runtime``; None: each archive's own).
-    ``body_timeout``:
-    the seconds a request body may take to arrive (408 after that). ``swap_file``: shared by the
-    workers of one ``serve --workers N``, through which ``PUT /model`` reaches all of them.
+    ``body_timeout``: the seconds a request body may take to arrive (408 after that).
+    ``swap_file``: shared by the workers of one ``serve --workers N``, through which
+    ``PUT /model`` reaches all of them.
     """
     from nlu_engine.assembly.registry import allowed_components
 
@@ -128,19 +137,9 @@ def create_app(
 
         state.message_log = MessageLog(LogSettings.from_dict(message_log), open_store, state.worker_id)
 
-    middleware = []
-    if cors:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=list(cors),
-                allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
-                allow_headers=["Authorization", "Content-Type"],
-            )
-        )
     app = Starlette(
         routes=ROUTES,
-        middleware=middleware,
+        middleware=_cors_middleware(cors),
         exception_handlers={HTTPException: http_error},
         lifespan=_lifespan(state),
     )

@@ -210,7 +210,7 @@ class OnnxSentenceEncoder:
     ``encode(texts) -> (N, 512)`` float32, unit length, as the package's ``USE.encode``.
 
     Two sessions, one thread for a message or a few, the process's threads for larger calls. The
-    embedding table (65 MB) is one of the graph's inputs, not a weight inside it: both sessions
+    embedding table is one of the graph's inputs, not a weight inside it: both sessions
     read the one NumPy table (ONNX Runtime reads a contiguous array in place), and no protobuf copy
     of it is ever made.
     """

@@ -47,7 +47,7 @@ def rewrite(folder: Path, **arrays: np.ndarray) -> None:
 def test_persist_records_the_width_and_loads_the_same(tmp_path: Path) -> None:
     classifier, messages = trained(tmp_path)
     assert json.loads((tmp_path / "shapes.json").read_text()) == {"width": classifier.width_}
-    loaded = LogisticRegressionClassifier.load(tmp_path, classifier.get_config())
+    loaded = LogisticRegressionClassifier.load(tmp_path, classifier.config)
     loaded.process(messages)
     assert [m.intent for m in messages] == ["greet", "thank"]
 
@@ -68,7 +68,7 @@ def test_weights_unlike_the_record_are_refused(tmp_path: Path, change: str, says
         "intercept longer": {"intercept": np.append(intercept, np.float32(0))},
     }[change])
     with pytest.raises(ArchiveMemberError) as info:
-        LogisticRegressionClassifier.load(tmp_path, classifier.get_config())
+        LogisticRegressionClassifier.load(tmp_path, classifier.config)
     assert says in str(info.value) and "weights.npz" in str(info.value) and "retrain" in str(info.value)
 
 
@@ -76,8 +76,8 @@ def test_an_archive_without_the_record_still_checks_the_rows(tmp_path: Path) -> 
     """Archives made before shapes.json load as before; their rows still match the intents."""
     classifier, messages = trained(tmp_path)
     (tmp_path / "shapes.json").unlink()
-    LogisticRegressionClassifier.load(tmp_path, classifier.get_config()).process(messages)
+    LogisticRegressionClassifier.load(tmp_path, classifier.config).process(messages)
     assert [m.intent for m in messages] == ["greet", "thank"]
     rewrite(tmp_path, coef=classifier.coef_[:-1])
     with pytest.raises(ArchiveMemberError, match=r"not 3 row\(s\), one per intent of classes.json"):
-        LogisticRegressionClassifier.load(tmp_path, classifier.get_config())
+        LogisticRegressionClassifier.load(tmp_path, classifier.config)

@@ -230,5 +230,5 @@ def test_inconsistent_support_vectors_are_refused_before_scipy_sees_them(
         arrays = {name: stored[name] for name in stored.files}
     np.savez(tmp_path / "svm.npz", **_svm_broken(arrays, how))
     with pytest.raises(ArchiveMemberError) as info:
-        SklearnIntentClassifier.load(tmp_path, classifier.get_config())
+        SklearnIntentClassifier.load(tmp_path, classifier.config)
     assert says in str(info.value) and "svm.npz" in str(info.value) and "\n" not in str(info.value)

@@ -1,6 +1,7 @@
 """Seeded, intent-stratified splits: the one hold-out every part of the package uses
-(:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples,
-``train_test_split``) and cross-validation folds.
+(:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples),
+the train/test split users and benchmarks publish (``train_test_split``, drawn as it always was)
+and cross-validation folds.
 
 Examples are grouped by their label (for training data, the full intent name: retrieval intents
 by ``faq/ask_name``). Which of a group's examples are held out is decided by a key per example
@@ -102,15 +103,22 @@ def train_test_split(
     data: TrainingData, training_fraction: float = 0.8, seed: int = 42
 ) -> tuple[TrainingData, TrainingData]:
     """``(train, test)``: per intent, ``round(n * training_fraction)`` examples go to train,
-    at least one to each side when the intent has two or more (:func:`stratified_holdout`,
-    keyed by each example's intent and text)."""
+    at least one to each side when the intent has two or more. Each intent's examples are
+    shuffled by a generator seeded with ``seed`` and the intent's name, as ``nlu-engine data
+    split`` has always drawn them: a published split (a benchmark's, a user's) stays the same
+    for its seed. (The calibration share and DIET's evaluation examples use
+    :func:`stratified_holdout`, whose members follow each example's content.)"""
     if not 0.0 < training_fraction < 1.0:
         raise ValueError(f"training_fraction must be between 0 and 1 (got {training_fraction})")
-    names = [m.intent_response_key or m.intent or "" for m in data.messages]
-    keys = content_keys([f"{name}\x00{m.text}" for name, m in zip(names, data.messages, strict=True)])
-    labels = [(name,) for name in names]  # examples without an intent split as a group of their own
-    train, test = stratified_holdout(labels, 1 - training_fraction, seed, keys=keys, both_sides=True)
-    return _pick(data, train.tolist()), _pick(data, test.tolist())
+    train: list[int] = []
+    test: list[int] = []
+    for label, indices in _groups(data):
+        shuffled = _shuffled(indices, seed, label)
+        n = len(shuffled)
+        n_train = n if n < 2 else min(n - 1, max(1, round(n * training_fraction)))
+        train.extend(shuffled[:n_train])
+        test.extend(shuffled[n_train:])
+    return _pick(data, train), _pick(data, test)
 
 
 def stratified_folds(

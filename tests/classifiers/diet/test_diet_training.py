@@ -48,18 +48,17 @@ def held_out_scores(pipeline: Pipeline, test: TrainingData) -> tuple[float, floa
 
 def test_diet_learns_the_example_data() -> None:
     """A small DIET, seeded, on 80 % of data/nlu.yml (split per intent): 30 held-out messages
-    of 12 intents with 21 entities.
+    of 12 intents with 28 entities.
 
-    With seeds 1, 2, 3, 7 and 42 it scored intent accuracy 0.57-0.73 and entity F1 0.81-0.87
-    (on the split of ``stratified_holdout``; the split before it held out other messages, on
-    which it scored 0.77-0.87 and 0.72-0.75). A model that learned nothing scores at most 0.2
-    (always the largest intent: 6 of 30) and an entity F1 near 0. The floors sit well below the
-    lowest scores (0.4 is five messages fewer than 0.57), so they hold where floating point
-    rounds a little differently, and fail when DIET stops learning intents or entities.
+    With seeds 1, 2, 3, 7 and 42 it scored intent accuracy 0.77-0.87 and entity F1 0.72-0.75.
+    A model that learned nothing scores at most 0.2 (always the largest intent: 6 of 30) and
+    an entity F1 near 0. The floors sit well below the lowest scores (0.6 is five messages
+    fewer than 0.77), so they hold where floating point rounds a little differently, and fail
+    when DIET stops learning intents or entities.
     """
     data = load_data([PROJECT_ROOT / "data" / "nlu.yml"])
     train, test = train_test_split(data, training_fraction=0.8, seed=42)
-    assert (len(test.messages), sum(len(m.entities) for m in test.messages)) == (30, 21)
+    assert (len(test.messages), sum(len(m.entities) for m in test.messages)) == (30, 28)
     diet = {
         "name": "DIETClassifier", "epochs": 40, "batch_size": 32, "learning_rate": 0.005,
         "transformer_size": 32, "number_of_transformer_layers": 1, "random_seed": 42,
@@ -68,7 +67,7 @@ def test_diet_learns_the_example_data() -> None:
     pipeline = Pipeline.build(load_config({"language": "en", "pipeline": [*FEATURIZERS, diet]}))
     pipeline.train(train, log=None)
     accuracy, entity_f1 = held_out_scores(pipeline, test)
-    assert accuracy >= 0.4, f"held-out intent accuracy {accuracy:.3f}"
+    assert accuracy >= 0.6, f"held-out intent accuracy {accuracy:.3f}"
     assert entity_f1 >= 0.55, f"held-out entity F1 {entity_f1:.3f}"
 
 

@@ -58,7 +58,7 @@ from nlu_engine.training_data.rasa_markdown import (
     read_lookup_file,
     split_retrieval_intent,
 )
-from nlu_engine.training_data.yaml_limits import Loader, check_expansion
+from nlu_engine.training_data.yaml_limits import Loader, checked_root
 
 logger = logging.getLogger(__name__)
 
@@ -77,11 +77,8 @@ def parse_rasa_yaml(
     ``base_dir`` is where lookup-table files are looked for first."""
     loader = Loader(content)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return None
-        check_expansion(root)
-        return _Reader(loader, source, base_dir).read(root)
+        root = checked_root(loader)
+        return None if root is None else _Reader(loader, source, base_dir).read(root)
     except yaml.YAMLError as error:
         line, problem = yaml_problem(error, content)
         raise DataError(

@@ -56,14 +56,20 @@ def check_expansion(root: yaml.Node) -> None:
                                "values; write the values out or use fewer aliases", root.start_mark)
 
 
+def checked_root(loader: Any) -> Any:
+    """The loader's single document node (None for an empty document), refused as an alias
+    bomb before anything is built from it (a ``yaml.YAMLError``, as for bad syntax)."""
+    root = loader.get_single_node()
+    if root is not None:
+        check_expansion(root)
+    return root
+
+
 def safe_load(content: str) -> Any:
     """``yaml.safe_load`` that refuses an alias bomb (a ``yaml.YAMLError``, as for bad syntax)."""
     loader = Loader(content)
     try:
-        root = loader.get_single_node()
-        if root is None:
-            return None
-        check_expansion(root)
-        return loader.construct_document(root)
+        root = checked_root(loader)
+        return None if root is None else loader.construct_document(root)
     finally:
         loader.dispose()

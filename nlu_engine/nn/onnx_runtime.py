@@ -8,8 +8,9 @@ model loads, and handed here. Training stays in TensorFlow.
 The runtime is a property of the model, one of ``RUNTIMES``:
 
 * ``float32``: the default;
-* ``int8``: the language model's encoder quantised (``bert_onnx.quantized_graph``), fast on CPUs
-  with int8 dot products (``nn.cpu``); DIET's small transformer stays float32;
+* ``int8``: the language model's encoder's dense products in int8 with a scale per block of 32
+  (``bert_onnx``, ``onnx_builder``), fast on CPUs with int8 dot products (``nn.cpu``); DIET's
+  small transformer stays float32;
 * ``bfloat16``: the encoder's matrix products on bfloat16-rounded inputs and kernels, as
   ``precision: bfloat16`` trained it; DIET stays float32.
 

@@ -114,10 +114,14 @@ class Sessions:
 
     def run(self, feeds: dict[str, Any], size: int) -> Any:
         """The graph's first output for ``feeds``; ``size`` (positions) chooses the threads."""
+        return self.run_all(feeds, size)[0]
+
+    def run_all(self, feeds: dict[str, Any], size: int) -> list[Any]:
+        """The graph's outputs for ``feeds``, in its order; ``size`` (positions) chooses the threads."""
         threads = 1 if size <= self.single_thread_max else process_threads()
         if threads not in self._by_threads:
             self._by_threads[threads] = session(self.model, threads)
-        return self._by_threads[threads].run(None, feeds)[0]
+        return self._by_threads[threads].run(None, feeds)  # type: ignore[no-any-return]
 
 
 def process_threads() -> int:

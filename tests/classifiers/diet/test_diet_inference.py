@@ -14,7 +14,6 @@ from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from nlu_engine.classifiers.diet.onnx_graph import OnnxTransformer
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -66,8 +65,7 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
     expected = {k: v.numpy() for k, v in network.predict_batch(
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
-                              component.tag_vocab_, component.config.BILOU_flag)
-    assert isinstance(inference.onnx, OnnxTransformer) == (inference.num_layers > 0)
+                              component.tag_vocab_, component.config.BILOU_flag, dense, dense_sentence)
     got = inference.predict_batch(batch)
 
     assert set(got) - set(expected) == {"sentence", "text_embed"}  # its own: the in-scope vectors

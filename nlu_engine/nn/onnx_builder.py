@@ -1,6 +1,6 @@
 """The one way a network's parse graph is written: ``GraphBuilder``.
 
-A network that parses (DIET's transformer, ``classifiers/diet/onnx_graph.py``; the language
+A network that parses (DIET, whole, ``classifiers/diet/onnx_graph.py``; the language
 model's encoder, ``featurizers/dense/bert_onnx.py``) is written once, as an ONNX graph built in
 memory from its named weights when a model loads; ONNX Runtime runs it (``onnx_runtime``).
 Training stays in TensorFlow, and the tests check each graph against TensorFlow's outputs.

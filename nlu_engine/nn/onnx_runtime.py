@@ -1,7 +1,9 @@
 """The parse runtime: ONNX Runtime sessions, and the runtime name a model parses with.
 
-Every network parses under ONNX Runtime: DIET's transformer (``classifiers/diet/onnx_graph.py``,
-the ResponseSelector's too) and the language model's encoder (``featurizers/dense/bert_onnx.py``).
+Every network parses under ONNX Runtime, each whole in one graph: DIET, from its featurized
+inputs to its scores and tag logits (``classifiers/diet/onnx_graph.py``, the ResponseSelector's
+too, with or without a transformer) and the language model's encoder
+(``featurizers/dense/bert_onnx.py``).
 Each graph is written with ``onnx_builder`` from the weights an archive keeps (``.npz``) when a
 model loads, and handed here. Training stays in TensorFlow.
 
@@ -9,7 +11,7 @@ The runtime is a property of the model, one of ``RUNTIMES``:
 
 * ``float32``: the default;
 * ``int8``: the language model's encoder quantised (``bert_onnx.quantized_graph``), fast on CPUs
-  with int8 dot products (``nn.cpu``); DIET's small transformer stays float32;
+  with int8 dot products (``nn.cpu``); DIET's graph stays float32;
 * ``bfloat16``: the encoder's matrix products on bfloat16-rounded inputs and kernels, as
   ``precision: bfloat16`` trained it; DIET stays float32.
 

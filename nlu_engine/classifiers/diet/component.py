@@ -2,9 +2,9 @@
 
 Its config, training and fine-tuning (``training.fit`` on a ``spec.TrainingSpec``, resuming
 through ``resume.py``), the calibration (``calibrating.py``) and batched prediction
-(``inference.py``, its transformer an ONNX graph). Messages become arrays in ``encoding.py``;
-``storage.py`` holds the storage format (``persist`` / ``load``). The network itself is in
-``model.py``.
+(``inference.py``, the whole network one ONNX graph, ``onnx_graph.py``). Messages become
+arrays in ``encoding.py``; ``storage.py`` holds the storage format (``persist`` / ``load``).
+The network itself is in ``model.py``.
 """
 
 from __future__ import annotations

@@ -307,8 +307,8 @@ def diet_graph(
     if label_features is not None:
         _intent_head(g, w, shape, h, np.asarray(label_features, np.float32))
     tables = _tag_heads(g, w, shape, h)
-    if not g.outputs:
-        raise ValueError("the network has neither an intent nor a tag head")
+    if not g.outputs:  # neither head (one intent, no entities): the states, which nothing reads
+        g.output(h, "states", FLOAT, ["batch", "length", "units"])
     return g.model(), tables
 
 

@@ -1,8 +1,8 @@
-"""The names of DIET's exported weights, shared by the TensorFlow export and the NumPy inference.
+"""The names of DIET's exported weights, shared by the TensorFlow export and the parse graph.
 
 ``DIETNetwork.export_weights`` (``model.py``) writes prediction's weights under these names and
-``DIETInference`` (``inference.py``) reads them back; a stored model's ``weights.npz`` is keyed
-by them. They are part of the archive format: renaming one needs a new ``WEIGHTS_FORMAT`` in
+``onnx_graph.py`` builds the parse graph from them; a stored model's ``weights.npz`` is keyed by
+them. They are part of the archive format: renaming one needs a new ``WEIGHTS_FORMAT`` in
 ``storage.py``, or archives trained before would no longer load.
 
 A layer name owns ``<layer>/kernel`` and, when it has one, ``<layer>/bias``; a LayerNorm's name

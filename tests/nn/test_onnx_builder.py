@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from nlu_engine.nn.onnx_builder import FLOAT, GraphBuilder, bfloat16_rounded
+from nlu_engine.nn.onnx_builder import FLOAT, INT32, INT64, GraphBuilder, bfloat16_rounded
 from nlu_engine.nn.onnx_runtime import session
 
 
@@ -55,3 +55,27 @@ def test_an_initializer_named_twice_is_one_tensor() -> None:
     g = GraphBuilder("test")
     assert g.const("w", np.ones(2)) == g.const("w", np.zeros(2)) == "w"
     assert len(g.initializers) == 1
+
+
+def test_embedding_bag_is_the_sparse_product_plus_bias() -> None:
+    import scipy.sparse
+
+    rng = np.random.default_rng(3)
+    table, bias = rng.normal(size=(50, 6)).astype(np.float32), rng.normal(size=6).astype(np.float32)
+    dense = scipy.sparse.random(7, 50, density=0.2, random_state=4, dtype=np.float32).toarray()
+    dense[2] = 0  # a row without entries gets the bias alone
+    matrix = scipy.sparse.csr_matrix(dense)
+    coo = matrix.tocoo()
+    g = GraphBuilder("test")
+    kinds = (("ids", INT32), ("values", FLOAT), ("positions", INT32))
+    inputs = [g.input(n, t, ["entries"]) for n, t in kinds]
+    rows = g.input("rows", INT64, [1])
+    g.output(g.embedding_bag(*inputs, rows, "bag", table, bias, "bag_out"), "y", FLOAT, ["rows", 6])
+    order = rng.permutation(coo.nnz)  # the entries in any order: several per row add up
+    got = run(g, ids=coo.col[order].astype(np.int32), values=coo.data[order],
+              positions=coo.row[order].astype(np.int32), rows=np.array([7]))
+    np.testing.assert_allclose(got, matrix @ table + bias, rtol=1e-5, atol=1e-5)
+    assert len(set(coo.row.tolist())) < coo.nnz  # rows with more than one entry were summed
+    empty = run(g, ids=np.zeros(0, np.int32), values=np.zeros(0, np.float32),
+                positions=np.zeros(0, np.int32), rows=np.array([3]))
+    np.testing.assert_array_equal(empty, np.tile(bias, (3, 1)))

@@ -116,23 +116,22 @@ class GraphBuilder:
         """The exact (erf) gelu."""
         return self.ms("Gelu", [x], out)
 
-    def embedding_bag(self, ids: str, values: str, positions: str, rows: str, name: str,
-                      table: np.ndarray, bias: np.ndarray | None, out: str) -> str:
+    def embedding_bag(self, ids: str, values: str, positions: str, rows: str, table: str, bias: str,
+                      out: str) -> str:
         """A sparse matrix's product with ``table`` [V, D], from its non-zero entries: ids [n]
         (column, int32/int64), values [n] and positions [n] (row, int32/int64), rows [1] (int64,
         the row count) -> [rows, D] = bias + Σ values · table[ids] at their positions (rows
-        without entries get the bias). A Gather of the entries' rows and a ScatterND that adds
-        them up: the work follows the entries, not the vocabulary."""
+        without entries get the bias [D]). A Gather of the entries' rows and a ScatterND that adds
+        them up: the work follows the entries, not the vocabulary. ``table`` may be a graph
+        input, so that a vocabulary-sized table is fed from its array rather than copied into
+        each session."""
         op = self.op
-        width = table.shape[1]
-        gathered = op("Gather", [self.const(name + "_table", table), ids], out + "_entries", axis=0)
+        gathered = op("Gather", [table, ids], out + "_entries", axis=0)  # [n, D]
         axis = self.const("embedding_bag_axis", np.array([1]), np.int64)
         weighted = op("Mul", [gathered, op("Unsqueeze", [values, axis], out + "_values")], out + "_weighted")
         index = op("Unsqueeze", [op("Cast", [positions], out + "_positions", to=INT64), axis], out + "_index")
-        start = self.const(name + "_bias", bias if bias is not None else np.zeros(width))  # [D]
-        size = op("Concat", [rows, self.const(name + "_width", np.array([width]), np.int64)], out + "_size",
-                  axis=0)
-        base = op("Expand", [start, size], out + "_base")  # [rows, D]
+        size = op("Concat", [rows, op("Shape", [bias], out + "_width")], out + "_size", axis=0)
+        base = op("Expand", [bias, size], out + "_base")  # [rows, D]
         return op("ScatterND", [base, index, weighted], out, reduction="add")
 
     def model(self) -> Any:

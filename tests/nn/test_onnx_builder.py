@@ -70,12 +70,14 @@ def test_embedding_bag_is_the_sparse_product_plus_bias() -> None:
     kinds = (("ids", INT32), ("values", FLOAT), ("positions", INT32))
     inputs = [g.input(n, t, ["entries"]) for n, t in kinds]
     rows = g.input("rows", INT64, [1])
-    g.output(g.embedding_bag(*inputs, rows, "bag", table, bias, "bag_out"), "y", FLOAT, ["rows", 6])
+    g.input("table", FLOAT, ["vocabulary", 6])  # fed, as DIET feeds its tables
+    bag = g.embedding_bag(*inputs, rows, "table", g.const("bias", bias), "bag_out")
+    g.output(bag, "y", FLOAT, ["rows", 6])
     order = rng.permutation(coo.nnz)  # the entries in any order: several per row add up
     got = run(g, ids=coo.col[order].astype(np.int32), values=coo.data[order],
-              positions=coo.row[order].astype(np.int32), rows=np.array([7]))
+              positions=coo.row[order].astype(np.int32), rows=np.array([7]), table=table)
     np.testing.assert_allclose(got, matrix @ table + bias, rtol=1e-5, atol=1e-5)
     assert len(set(coo.row.tolist())) < coo.nnz  # rows with more than one entry were summed
     empty = run(g, ids=np.zeros(0, np.int32), values=np.zeros(0, np.float32),
-                positions=np.zeros(0, np.int32), rows=np.array([3]))
+                positions=np.zeros(0, np.int32), rows=np.array([3]), table=table)
     np.testing.assert_array_equal(empty, np.tile(bias, (3, 1)))

@@ -167,6 +167,9 @@ class DIETInference:
             w, shape, onnx_graph.Inputs(dense_seq, dense_sent), label_features if self.intents else None
         )
         self._inputs = [i.name for i in self.graph.graph.input]
+        #: the sparse tables, fed by reference every call (``onnx_graph._bag``)
+        self._tables = {onnx_graph.table_input(layer): w[names.kernel(layer)]
+                        for layer in names.SPARSE_LAYERS if onnx_graph.table_input(layer) in self._inputs}
         self._outputs = [o.name for o in self.graph.graph.output]
         self._sessions = Sessions(self.graph, SINGLE_THREAD_MAX_POSITIONS)
         self.decoders = {
@@ -182,6 +185,7 @@ class DIETInference:
         slot = np.zeros((size, max_len + 1), np.float32)
         slot[np.arange(size), lengths] = 1.0  # the sentence position, right after the last token
         feeds["slot"] = slot
+        feeds.update(self._tables)
         for name in self._inputs:
             if name in _BATCH_INPUTS:
                 feeds[name] = np.asarray(batch[name], _BATCH_INPUTS[name])

@@ -9,7 +9,8 @@ loads: the archive stays as it was (``.npz``). It is float32 whatever the model'
 gives TensorFlow's outputs within float32 rounding for every variant (tests/classifiers/diet)::
 
     inputs: token_mask [B, T], slot [B, L] (one-hot of the sentence position, L = T + 1),
-            per sparse input its csr entries (ids, values, flat positions) [nnz],
+            per sparse input its csr entries (ids, values, flat positions) [nnz] and its
+            table [V, D] (fed from the weights' array: no copy of it in the sessions),
             dense_seq [B, T, Dd], dense_sent [B, Dd'] (those the model has)
     bag = bias + Σ_entries values · kernel[ids] at their positions  (Gather, ScatterND add)
     x_seq = unify(concat(bag_seq, dense_seq)) · token_mask                    [B, T, C]
@@ -139,12 +140,20 @@ def _attention(g: GraphBuilder, w: dict[str, np.ndarray], layer: names.Transform
 
 def _bag(g: GraphBuilder, w: dict[str, np.ndarray], kind: str, layer: str, rows: str) -> str:
     """A sparse input's csr entries (inputs ``<kind>_ids``, ``_values``, ``_positions``) times its
-    table, plus its bias: [rows, D]."""
+    table (the input ``<layer>_table``: fed, not copied into the session), plus its bias:
+    [rows, D]."""
     ids = g.input(f"{kind}_ids", INT32, [f"{kind}_entries"])
     values = g.input(f"{kind}_values", FLOAT, [f"{kind}_entries"])
     positions = g.input(f"{kind}_positions", INT32, [f"{kind}_entries"])
-    return g.embedding_bag(ids, values, positions, rows, layer, w[names.kernel(layer)],
-                           w.get(names.bias(layer)), layer + "_out")
+    table = w[names.kernel(layer)]
+    g.input(table_input(layer), FLOAT, [layer + "_vocabulary", table.shape[1]])
+    bias = g.const(layer + "_bias", w.get(names.bias(layer), np.zeros(table.shape[1], np.float32)))
+    return g.embedding_bag(ids, values, positions, rows, table_input(layer), bias, layer + "_out")
+
+
+def table_input(layer: str) -> str:
+    """The graph input a sparse layer's vocabulary-sized table is fed as."""
+    return layer + "_table"
 
 
 def _concat(g: GraphBuilder, parts: list[str], out: str) -> str:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 # --- input: sparse embedding bags, the layers that unify token and sentence widths ------------
 SEQ_BAG = "seq_bag"  # sparse token features -> dense
 SENT_BAG = "sent_bag"  # sparse sentence features -> dense
+SPARSE_LAYERS = (SEQ_BAG, SENT_BAG)
 SPARSE_TABLES = (f"{SEQ_BAG}/kernel", f"{SENT_BAG}/kernel")  # the vocabulary-sized tables
 SEQ_UNIFY = "seq_unify"  # Ffnn stacks (see ``hidden``)
 SENT_UNIFY = "sent_unify"

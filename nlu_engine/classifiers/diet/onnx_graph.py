@@ -221,8 +221,8 @@ def _attention_inputs(g: GraphBuilder, shape: Shape, rows: int) -> None:
     if rows:
         right = 0 if shape.unidirectional else shape.max_relative
         distance = op("Sub", [keys, queries], "distance")  # [L, L]: j - i
-        clipped = op("Max", [op("Min", [distance, const("right", np.array(right), np.int64)], "below"),
-                             const("left", np.array(-shape.max_relative), np.int64)], "clipped")
+        clipped = op("Clip", [distance, const("left", np.array(-shape.max_relative), np.int64),
+                              const("right", np.array(right), np.int64)], "clipped")
         index = op("Add", [clipped, const("shift", np.array(shape.max_relative), np.int64)], "table_rows")
         op("OneHot", [index, const("depth", np.array([rows]), np.int64),
                       const("off_on", np.array([0.0, 1.0]))], "relative", axis=-1)  # [L, L, Kr]
@@ -259,16 +259,17 @@ def _intent_head(g: GraphBuilder, w: dict[str, np.ndarray], shape: Shape, h: str
     """Outputs "sentence" [B, U], "text_embed" [B, E] and "intent_sims" [B, N]."""
     op, const = g.op, g.const
     placed = op("Mul", [h, "slot_3d"], "sentence_only")
-    sentence = op("ReduceSum", [placed, const("middle", np.array([1]), np.int64)], "sentence_state",
+    sentence = op("ReduceSum", [placed, const("middle", np.array([1]), np.int64)], "sentence",
                   keepdims=0)  # [B, U]
-    text = _dense(g, w, sentence, names.TEXT_EMBED, "text")  # [B, E]
+    text = _dense(g, w, sentence, names.TEXT_EMBED, "text_embed")  # [B, E]
     labels = _dense(g, w, const("label_features", label_features), names.LABEL_DENSE, "labels_in")
     labels = _dense(g, w, _ffnn(g, w, labels, names.LABEL_HIDDEN), names.LABEL_EMBED, "labels")  # [N, E]
     if shape.similarity == "cosine":
         text_unit, labels = _l2_normalized(g, text), _l2_normalized(g, labels)
     else:
         text_unit = text
-    sims = op("MatMul", [text_unit, op("Transpose", [labels], "labels_t", perm=[1, 0])], "sims")  # [B, N]
+    sims = op("MatMul", [text_unit, op("Transpose", [labels], "labels_t", perm=[1, 0])],
+              "intent_sims")  # [B, N]
     g.output(sentence, "sentence", FLOAT, ["batch", "units"])
     g.output(text, "text_embed", FLOAT, ["batch", "embedding"])
     g.output(sims, "intent_sims", FLOAT, ["batch", "labels"])
@@ -294,7 +295,7 @@ def _tag_heads(g: GraphBuilder, w: dict[str, np.ndarray], shape: Shape, h: str) 
             tag_bias = w.get(names.bias(names.ENTITY_TAG_EMBED))
             extra = tag_bias @ by_tag if tag_bias is not None else np.zeros(by_tag.shape[1], np.float32)
             bias = extra if bias is None else bias + extra
-        logits = g.dense(tokens, layer, kernel, bias, f"{kind}_logits")
+        logits = g.dense(tokens, layer, kernel, bias, f"logits_{kind}")
         g.output(logits, f"logits_{kind}", FLOAT, ["batch", "tokens", kernel.shape[1]])
     return tables
 

@@ -56,8 +56,6 @@ from nlu_engine.nn.onnx_builder import FLOAT, INT32, GraphBuilder
 EPSILON = 1e-6
 #: added to the attention logits of a position that may not be attended to (padding, the future)
 NEG_INF = -1e9
-#: the tag sets whose logits read the decoded entity tags
-TAG_READERS = ("role", "group")
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The one way a network's parse graph is written: ``GraphBuilder``.
 
-A network that parses (DIET's transformer, ``classifiers/diet/onnx_graph.py``; the language
+A network that parses (DIET, whole, ``classifiers/diet/onnx_graph.py``; the language
 model's encoder, ``featurizers/dense/bert_onnx.py``) is written once, as an ONNX graph built in
 memory from its named weights when a model loads; ONNX Runtime runs it (``onnx_runtime``).
 Training stays in TensorFlow, and the tests check each graph against TensorFlow's outputs.
@@ -144,6 +144,24 @@ class GraphBuilder:
     def gelu(self, x: str, out: str) -> str:
         """The exact (erf) gelu."""
         return self.ms("Gelu", [x], out)
+
+    def embedding_bag(self, ids: str, values: str, positions: str, rows: str, table: str, bias: str,
+                      out: str) -> str:
+        """A sparse matrix's product with ``table`` [V, D], from its non-zero entries: ids [n]
+        (column, int32/int64), values [n] and positions [n] (row, int32/int64), rows [1] (int64,
+        the row count) -> [rows, D] = bias + Σ values · table[ids] at their positions (rows
+        without entries get the bias [D]). A Gather of the entries' rows and a ScatterND that adds
+        them up: the work follows the entries, not the vocabulary. ``table`` may be a graph
+        input, so that a vocabulary-sized table is fed from its array rather than copied into
+        each session."""
+        op = self.op
+        gathered = op("Gather", [table, ids], out + "_entries", axis=0)  # [n, D]
+        axis = self.const("embedding_bag_axis", np.array([1]), np.int64)
+        weighted = op("Mul", [gathered, op("Unsqueeze", [values, axis], out + "_values")], out + "_weighted")
+        index = op("Unsqueeze", [op("Cast", [positions], out + "_positions", to=INT64), axis], out + "_index")
+        size = op("Concat", [rows, op("Shape", [bias], out + "_width")], out + "_size", axis=0)
+        base = op("Expand", [bias, size], out + "_base")  # [rows, D]
+        return op("ScatterND", [base, index, weighted], out, reduction="add")
 
     def model(self) -> Any:
         """The graph as an ``onnx.ModelProto`` ONNX Runtime reads."""

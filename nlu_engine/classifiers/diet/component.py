@@ -277,7 +277,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if self._uses_head(examples):
             # few examples an intent: the sentence head ranks the intents, calibrated by
             # cross-fitting, and the network learns (mostly the entities) once, from every example
-            self._keep_pretrained()
+            self._keep_pretrained(examples)
             self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
             self._fit_head(examples)
             return

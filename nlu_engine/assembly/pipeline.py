@@ -32,7 +32,7 @@ def annotate_training_data(
 ) -> None:
     """Run a trained component over the training examples; after a tokenizer, split the tokens
     an entity annotation cuts (``training_data.alignment``), with one notice counting them."""
-    component.process(messages)
+    component.process_training_data(messages)
     if TOKENS in component.provides:
         notice = split_tokens_at_annotations(messages)
         if notice and log:

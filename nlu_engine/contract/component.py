@@ -308,11 +308,14 @@ class EncoderOptimization:
 class TrainableEncoder(Protocol):
     """An encoder a featurizer offers to be fine-tuned inside a later component's network.
 
-    The featurizer still writes its frozen features on the training messages, so the component
-    that fine-tunes it (DIET) knows their origin and width; that component replaces those
-    columns in its own graph with the output of ``build()``'s layer, and at the end of training
-    hands the tuned weights back through ``adopt``. From then on the featurizer's own
-    (NumPy) forward pass writes the tuned features.
+    On the training messages the featurizer writes zeros of its features' widths
+    (``process_training_data``): the component that fine-tunes it (DIET), the only one that may
+    read them, learns their origin and width from them and computes the values in its own graph
+    with ``build()``'s layer, so the frozen values are never computed. A consumer that decides
+    to keep the encoder as pretrained calls the featurizer's ``process`` on the messages it reads
+    (after removing the placeholders). At the end of training the consumer hands the tuned
+    weights back through ``adopt``; from then on the featurizer's own forward pass writes the
+    tuned features.
     """
 
     def origin(self) -> str:
@@ -423,6 +426,13 @@ class Component:
 
     def process(self, messages: list[Message]) -> None:
         """Annotate a batch of messages in place."""
+
+    def process_training_data(self, messages: list[Message]) -> None:
+        """What the trained component writes on its own training examples
+        (``processes_training_data``): what ``process`` writes, unless the component says
+        otherwise (a featurizer whose encoder is fine-tuned writes placeholders:
+        ``TrainableEncoder``)."""
+        self.process(messages)
 
     def default_runtime(self) -> str | None:
         """The parse runtime (``nn.onnx_runtime.RUNTIMES``) this component makes the model's

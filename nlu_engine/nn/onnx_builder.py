@@ -1,6 +1,6 @@
 """The one way a network's parse graph is written: ``GraphBuilder``.
 
-A network that parses (DIET's transformer, ``classifiers/diet/onnx_graph.py``; the language
+A network that parses (DIET, whole, ``classifiers/diet/onnx_graph.py``; the language
 model's encoder, ``featurizers/dense/bert_onnx.py``) is written once, as an ONNX graph built in
 memory from its named weights when a model loads; ONNX Runtime runs it (``onnx_runtime``).
 Training stays in TensorFlow, and the tests check each graph against TensorFlow's outputs.
@@ -17,6 +17,12 @@ A new network's parse graph goes in its stage's folder, next to the component, a
 
 ``matmul_dtype="bfloat16"`` rounds the inputs and the kernels of every product to bfloat16 (the
 products sum in float32), as TensorFlow's bfloat16 dense layers do; everything else is float32.
+``matmul_dtype="int8"`` writes every ``matmul`` as ONNX Runtime's ``MatMulNBits``: the kernel in
+int8 with a float32 scale per block of ``INT8_BLOCK`` inputs of each output column, the input
+quantised to int8 per block of as many values at each call (``accuracy_level`` 4), the products
+summed in int32 (int8 dot products: VNNI) and scaled back per block. A scale per 32 values rather
+than per tensor keeps the error about five times smaller than dynamic quantisation's (BENCHMARKS.md).
+Kernels read by other operators (``kernel``, e.g. a fused ``Attention``'s) stay float32.
 Importing this module imports ``onnx`` (a required dependency).
 """
 
@@ -30,7 +36,9 @@ from onnx import TensorProto, helper, numpy_helper
 from nlu_engine.nn.onnx_runtime import MS_DOMAIN, model_of
 
 FLOAT, INT32, INT64 = TensorProto.FLOAT, TensorProto.INT32, TensorProto.INT64
-MatmulDtype = Literal["float32", "bfloat16"]
+MatmulDtype = Literal["float32", "bfloat16", "int8"]
+#: the inputs a kernel's int8 scale (and the input's, at each call) covers under ``int8``
+INT8_BLOCK = 32
 
 
 def bfloat16_rounded(array: np.ndarray) -> np.ndarray:
@@ -38,6 +46,21 @@ def bfloat16_rounded(array: np.ndarray) -> np.ndarray:
     bits = np.ascontiguousarray(array, np.float32).view(np.uint32)
     rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) & np.uint32(0xFFFF0000)
     return rounded.view(np.float32)
+
+
+def int8_blocks(kernel: np.ndarray, block: int = INT8_BLOCK) -> tuple[np.ndarray, np.ndarray]:
+    """A kernel [I, O] as ``MatMulNBits`` keeps it: the uint8 codes [O, ceil(I / block), block]
+    (int8 plus 128, the operator's implied zero point; the inputs past I padded with zeros) and a
+    float32 scale per block [O * ceil(I / block)], the block's largest magnitude over 127."""
+    inputs, outputs = kernel.shape
+    blocks = -(-inputs // block)
+    padded = np.zeros((blocks * block, outputs), np.float32)
+    padded[:inputs] = kernel
+    grouped = padded.T.reshape(outputs, blocks, block)  # [O, blocks, block]
+    scale = np.abs(grouped).max(axis=-1) / 127.0
+    scale[scale == 0] = 1.0
+    codes = np.clip(np.rint(grouped / scale[..., None]), -127, 127) + 128
+    return codes.astype(np.uint8), scale.reshape(-1).astype(np.float32)
 
 
 class GraphBuilder:
@@ -85,7 +108,7 @@ class GraphBuilder:
     # --- layers ----------------------------------------------------------------------------------
     def product_input(self, x: str) -> str:
         """``x`` as a product reads it: rounded to bfloat16 under ``matmul_dtype="bfloat16"``."""
-        if self.matmul_dtype == "float32":
+        if self.matmul_dtype != "bfloat16":
             return x
         rounded = self.op("Cast", [x], x + "_bf16", to=TensorProto.BFLOAT16)
         return self.op("Cast", [rounded], x + "_rounded", to=FLOAT)
@@ -97,6 +120,12 @@ class GraphBuilder:
 
     def matmul(self, x: str, name: str, kernel: np.ndarray, out: str) -> str:
         """x [..., I] @ kernel [I, O] -> [..., O]; the node is named ``out``."""
+        if self.matmul_dtype == "int8":
+            codes, scales = int8_blocks(np.asarray(kernel, np.float32))
+            inputs, outputs = kernel.shape
+            return self.ms("MatMulNBits", [x, self.const(name + "_int8", codes, np.uint8),
+                                           self.const(name + "_scales", scales)], out,
+                           K=inputs, N=outputs, bits=8, block_size=INT8_BLOCK, accuracy_level=4)
         return self.op("MatMul", [self.product_input(x), self.kernel(name, kernel)], out)
 
     def dense(self, x: str, name: str, kernel: np.ndarray, bias: np.ndarray | None, out: str) -> str:
@@ -115,6 +144,24 @@ class GraphBuilder:
     def gelu(self, x: str, out: str) -> str:
         """The exact (erf) gelu."""
         return self.ms("Gelu", [x], out)
+
+    def embedding_bag(self, ids: str, values: str, positions: str, rows: str, table: str, bias: str,
+                      out: str) -> str:
+        """A sparse matrix's product with ``table`` [V, D], from its non-zero entries: ids [n]
+        (column, int32/int64), values [n] and positions [n] (row, int32/int64), rows [1] (int64,
+        the row count) -> [rows, D] = bias + Σ values · table[ids] at their positions (rows
+        without entries get the bias [D]). A Gather of the entries' rows and a ScatterND that adds
+        them up: the work follows the entries, not the vocabulary. ``table`` may be a graph
+        input, so that a vocabulary-sized table is fed from its array rather than copied into
+        each session."""
+        op = self.op
+        gathered = op("Gather", [table, ids], out + "_entries", axis=0)  # [n, D]
+        axis = self.const("embedding_bag_axis", np.array([1]), np.int64)
+        weighted = op("Mul", [gathered, op("Unsqueeze", [values, axis], out + "_values")], out + "_weighted")
+        index = op("Unsqueeze", [op("Cast", [positions], out + "_positions", to=INT64), axis], out + "_index")
+        size = op("Concat", [rows, op("Shape", [bias], out + "_width")], out + "_size", axis=0)
+        base = op("Expand", [bias, size], out + "_base")  # [rows, D]
+        return op("ScatterND", [base, index, weighted], out, reduction="add")
 
     def model(self) -> Any:
         """The graph as an ``onnx.ModelProto`` ONNX Runtime reads."""

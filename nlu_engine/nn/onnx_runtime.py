@@ -1,15 +1,18 @@
 """The parse runtime: ONNX Runtime sessions, and the runtime name a model parses with.
 
-Every network parses under ONNX Runtime: DIET's transformer (``classifiers/diet/onnx_graph.py``,
-the ResponseSelector's too) and the language model's encoder (``featurizers/dense/bert_onnx.py``).
+Every network parses under ONNX Runtime, each whole in one graph: DIET, from its featurized
+inputs to its scores and tag logits (``classifiers/diet/onnx_graph.py``, the ResponseSelector's
+too, with or without a transformer) and the language model's encoder
+(``featurizers/dense/bert_onnx.py``).
 Each graph is written with ``onnx_builder`` from the weights an archive keeps (``.npz``) when a
 model loads, and handed here. Training stays in TensorFlow.
 
 The runtime is a property of the model, one of ``RUNTIMES``:
 
 * ``float32``: the default;
-* ``int8``: the language model's encoder quantised (``bert_onnx.quantized_graph``), fast on CPUs
-  with int8 dot products (``nn.cpu``); DIET's small transformer stays float32;
+* ``int8``: the language model's encoder's dense products in int8 with a scale per block of 32
+  (``bert_onnx``, ``onnx_builder``), fast on CPUs with int8 dot products (``nn.cpu``); DIET's
+  graph stays float32;
 * ``bfloat16``: the encoder's matrix products on bfloat16-rounded inputs and kernels, as
   ``precision: bfloat16`` trained it; DIET stays float32.
 
@@ -114,10 +117,14 @@ class Sessions:
 
     def run(self, feeds: dict[str, Any], size: int) -> Any:
         """The graph's first output for ``feeds``; ``size`` (positions) chooses the threads."""
+        return self.run_all(feeds, size)[0]
+
+    def run_all(self, feeds: dict[str, Any], size: int) -> list[Any]:
+        """The graph's outputs for ``feeds``, in its order; ``size`` (positions) chooses the threads."""
         threads = 1 if size <= self.single_thread_max else process_threads()
         if threads not in self._by_threads:
             self._by_threads[threads] = session(self.model, threads)
-        return self._by_threads[threads].run(None, feeds)[0]
+        return self._by_threads[threads].run(None, feeds)  # type: ignore[no-any-return]
 
 
 def process_threads() -> int:

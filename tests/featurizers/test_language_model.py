@@ -357,6 +357,32 @@ def fine_tuned(bert_dir: Path, **params: Any) -> LanguageModelFeaturizer:
     return featurizer
 
 
+def test_a_trainable_featurizer_writes_placeholders_on_its_training_messages(
+    bert_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fine-tuned, the featurizer's training pass writes zeros of its features' shapes (DIET
+    computes the values in its own graph) without running the encoder; frozen, what it parses."""
+    frozen = LanguageModelFeaturizer(model_weights=str(bert_dir))
+    expected = tokenized("hello world", "play some jazz now")
+    frozen.process(expected)
+    got = tokenized("hello world", "play some jazz now")
+    frozen.process_training_data(got)
+    for a, b in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(features(a, "sequence"), features(b, "sequence"))
+
+    trainable = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True)
+    trainable._model()
+    monkeypatch.setattr(LanguageModelFeaturizer, "_parse_encoder",
+                        lambda self: pytest.fail("the encoder ran on the training messages"))
+    placeholders = tokenized("hello world", "play some jazz now")
+    trainable.process_training_data(placeholders)
+    for message, words in zip(placeholders, (2, 4), strict=True):
+        assert features(message, "sequence").shape == (words, HIDDEN)
+        assert features(message, "sentence").shape == (1, HIDDEN)
+        assert not features(message, "sequence").any() and not features(message, "sentence").any()
+        assert {f.origin for f in message.features} == {trainable.origin()}
+
+
 def test_fine_tuned_weights_persist_and_load_with_identical_output(bert_dir: Path, tmp_path: Path) -> None:
     featurizer = fine_tuned(bert_dir, trainable_layers=1, alias="lm")
     (before,) = tokenized("check order for two")

@@ -1,12 +1,20 @@
-"""The one graph builder (``nn.onnx_builder``): its layers compute what they say, and its
-bfloat16 products round as TensorFlow's bfloat16 layers do."""
+"""The one graph builder (``nn.onnx_builder``): its layers compute what they say, its bfloat16
+products round as TensorFlow's bfloat16 layers do, and its int8 products stay close to float32."""
 
 from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
 
-from nlu_engine.nn.onnx_builder import FLOAT, GraphBuilder, bfloat16_rounded
+from nlu_engine.nn.onnx_builder import (
+    FLOAT,
+    INT8_BLOCK,
+    INT32,
+    INT64,
+    GraphBuilder,
+    bfloat16_rounded,
+    int8_blocks,
+)
 from nlu_engine.nn.onnx_runtime import session
 
 
@@ -55,3 +63,55 @@ def test_an_initializer_named_twice_is_one_tensor() -> None:
     g = GraphBuilder("test")
     assert g.const("w", np.ones(2)) == g.const("w", np.zeros(2)) == "w"
     assert len(g.initializers) == 1
+
+
+def test_int8_blocks_keep_each_weight_within_half_a_step_of_its_blocks_scale() -> None:
+    kernel = np.random.default_rng(3).normal(size=(40, 5)).astype(np.float32)  # 40: a padded block
+    codes, scales = int8_blocks(kernel)
+    assert codes.shape == (5, 2, INT8_BLOCK) and codes.dtype == np.uint8 and scales.shape == (10,)
+    restored = ((codes.astype(np.float32) - 128) * scales.reshape(5, 2, 1)).reshape(5, -1)[:, :40].T
+    step = np.repeat(scales.reshape(5, 2), INT8_BLOCK, axis=1)[:, :40].T
+    assert np.all(np.abs(restored - kernel) <= step / 2 + 1e-7)
+    assert np.all(codes[:, 1, 40 - INT8_BLOCK:] == 128)  # the padding is zero
+
+
+def test_int8_products_stay_within_a_percent_of_float32() -> None:
+    rng = np.random.default_rng(4)
+    kernel = rng.normal(size=(96, 24)).astype(np.float32)
+    inputs = rng.normal(size=(3, 7, 96)).astype(np.float32)
+    g = GraphBuilder("test", matmul_dtype="int8")
+    product = g.matmul(g.input("x", FLOAT, ["b", "t", 96]), "w", kernel, "product")
+    g.output(product, "y", FLOAT, ["b", "t", 24])
+    assert [n.op_type for n in g.nodes] == ["MatMulNBits", "Identity"]
+    got, exact = run(g, x=inputs), inputs @ kernel
+    assert got.shape == exact.shape
+    relative = np.abs(got - exact).max() / np.abs(exact).max()
+    assert 1e-6 < relative < 0.01  # quantised, and close
+    # each row is quantised on its own: a row alone gives what it gives in the batch
+    np.testing.assert_allclose(run(g, x=inputs[1:2, 2:3]), got[1:2, 2:3], atol=1e-5)
+
+
+def test_embedding_bag_is_the_sparse_product_plus_bias() -> None:
+    import scipy.sparse
+
+    rng = np.random.default_rng(3)
+    table, bias = rng.normal(size=(50, 6)).astype(np.float32), rng.normal(size=6).astype(np.float32)
+    dense = scipy.sparse.random(7, 50, density=0.2, random_state=4, dtype=np.float32).toarray()
+    dense[2] = 0  # a row without entries gets the bias alone
+    matrix = scipy.sparse.csr_matrix(dense)
+    coo = matrix.tocoo()
+    g = GraphBuilder("test")
+    kinds = (("ids", INT32), ("values", FLOAT), ("positions", INT32))
+    inputs = [g.input(n, t, ["entries"]) for n, t in kinds]
+    rows = g.input("rows", INT64, [1])
+    g.input("table", FLOAT, ["vocabulary", 6])  # fed, as DIET feeds its tables
+    bag = g.embedding_bag(*inputs, rows, "table", g.const("bias", bias), "bag_out")
+    g.output(bag, "y", FLOAT, ["rows", 6])
+    order = rng.permutation(coo.nnz)  # the entries in any order: several per row add up
+    got = run(g, ids=coo.col[order].astype(np.int32), values=coo.data[order],
+              positions=coo.row[order].astype(np.int32), rows=np.array([7]), table=table)
+    np.testing.assert_allclose(got, matrix @ table + bias, rtol=1e-5, atol=1e-5)
+    assert len(set(coo.row.tolist())) < coo.nnz  # rows with more than one entry were summed
+    empty = run(g, ids=np.zeros(0, np.int32), values=np.zeros(0, np.float32),
+                positions=np.zeros(0, np.int32), rows=np.array([3]), table=table)
+    np.testing.assert_array_equal(empty, np.tile(bias, (3, 1)))

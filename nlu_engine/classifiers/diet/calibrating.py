@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nlu_engine.classifiers import calibration, sentence_head
-from nlu_engine.classifiers.diet.encoders import with_tuned_features
+from nlu_engine.classifiers.diet.encoders import with_pretrained_features, with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
 from nlu_engine.classifiers.diet.spec import resolve_epochs
 from nlu_engine.contract.errors import NOTICE
@@ -79,13 +79,16 @@ class CalibratedDIET:
         """The network's epochs when the head ranks the intents (``HEAD_STEPS``)."""
         return resolve_epochs(self.config.epochs, self.config.batch_size, examples, HEAD_STEPS, HEAD_EPOCHS)
 
-    def _keep_pretrained(self) -> None:
+    def _keep_pretrained(self, examples: list[Message]) -> None:
         """Few examples an intent: tuning a language model's top layers on them would learn
         less than its pretrained sentence vector gives the head, and take the most time. Each
-        encoder offered for fine-tuning keeps its pretrained weights; the network reads its
-        (frozen) features as any other's."""
+        encoder offered for fine-tuning keeps its pretrained weights; its (frozen) features are
+        computed on the examples in place of its featurizer's placeholders, and the network
+        reads them as any other's."""
         for encoder in self.trainable_encoders:
             encoder.adopt(encoder.pretrained_weights())
+        if self.trainable_encoders:
+            with_pretrained_features(examples, self.trainable_encoders)
         self.trainable_encoders = ()
 
     def _fit_head(self, examples: list[Message]) -> None:

@@ -2,9 +2,9 @@
 
 Its config, training and fine-tuning (``training.fit`` on a ``spec.TrainingSpec``, resuming
 through ``resume.py``), the calibration (``calibrating.py``) and batched prediction
-(``inference.py``, its transformer an ONNX graph). Messages become arrays in ``encoding.py``;
-``storage.py`` holds the storage format (``persist`` / ``load``). The network itself is in
-``model.py``.
+(``inference.py``, the whole network one ONNX graph, ``onnx_graph.py``). Messages become
+arrays in ``encoding.py``; ``storage.py`` holds the storage format (``persist`` / ``load``).
+The network itself is in ``model.py``.
 """
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if self._uses_head(examples):
             # few examples an intent: the sentence head ranks the intents, calibrated by
             # cross-fitting, and the network learns (mostly the entities) once, from every example
-            self._keep_pretrained()
+            self._keep_pretrained(examples)
             self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
             self._fit_head(examples)
             return
@@ -356,13 +356,13 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
 
     # --- prediction -------------------------------------------------------------------------
     def _build_predict(self) -> None:
-        """Prediction runs in ``inference.py`` (the transformer under ONNX Runtime): no TensorFlow
+        """Prediction runs in ``inference.py`` (the whole network one ONNX graph): no TensorFlow
         after training."""
         from nlu_engine.classifiers.diet.inference import DIETInference
 
         self._inference = DIETInference(
             self.weights_, self.network_params(), self.label_features_, self.tag_vocab_,
-            self.config.BILOU_flag,
+            self.config.BILOU_flag, self.dense_seq_dim_, self.dense_sent_dim_,
         )
 
     def predict_arrays(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:

@@ -111,3 +111,18 @@ def with_tuned_features(messages: list[Message], encoders: Sequence[TrainableEnc
     for encoder in encoders:
         encoder.process(copies)  # type: ignore[attr-defined]  # the featurizer's own process
     return copies
+
+
+def with_pretrained_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> None:
+    """The encoders' features computed on ``messages`` in place of the placeholders their
+    featurizers wrote on the training messages (``TrainableEncoder``), once the encoders keep
+    their pretrained weights: each in its placeholder's place, so the columns stay in the order
+    the messages will stack them at parse time."""
+    origins = {encoder.origin() for encoder in encoders}
+    copies = [dataclasses.replace(m, features=[]) for m in messages]
+    for encoder in encoders:
+        encoder.process(copies)  # type: ignore[attr-defined]  # the featurizer's own process
+    for message, copy in zip(messages, copies, strict=True):
+        computed = {(f.origin, f.kind, f.attribute): f for f in copy.features}
+        message.features = [computed.get((f.origin, f.kind, f.attribute), f) if f.origin in origins else f
+                            for f in message.features]

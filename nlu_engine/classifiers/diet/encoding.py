@@ -1,5 +1,5 @@
 """DIET's messages <-> tensors: what training learns of its inputs before the network, the
-label features, and messages as the arrays the network and NumPy inference read.
+label features, and messages as the arrays the network and its parse graph read.
 
 - :func:`learn_vocabularies`: the input widths and feature blocks of the training examples,
   the labels and the tag vocabularies (a ``spec.Vocabularies``);

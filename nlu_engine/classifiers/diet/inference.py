@@ -1,22 +1,20 @@
-"""DIET's prediction: its input layers and heads in NumPy, its transformer under ONNX Runtime.
+"""DIET's prediction: the whole network one ONNX Runtime call, the tags decoded here.
 
-The same network as ``model.py`` without dropout, read top to bottom. It runs on the named
-weights ``DIETNetwork.export_weights`` produces (kernels with their connection masks applied),
-so loading a model and parsing never imports TensorFlow: a server starts fast, stays small,
-and a single message does not pay a graph call's fixed overhead. The weight names are
-``weight_names``'s.
+The network (``DIETNetwork`` without dropout) is one ONNX graph (``onnx_graph.py``), written
+when a model loads from the named weights ``DIETNetwork.export_weights`` produces (kernels with
+their connection masks applied, named by ``weight_names``), so loading a model and parsing never
+imports TensorFlow: a server starts fast and stays small. The ResponseSelector parses through
+the same graph (its variant without a transformer, by default). Here a batch becomes the
+graph's feeds, and its outputs become the parse's arrays::
 
-    sparse features ─► csr @ kernel (+ bias) ─► [dense features] ─► (unify) ─► [B, T+1, D]
-    ─► text_hidden ─► transformer (pre-LN, relative attention) ─► gelu ─► h [B, T+1, U]
-    intent: text_embed(h[b, len_b]) · label embeddings [N, E]          -> similarities [B, N]
-    tags:   logits [B, T, K] ─► constrained Viterbi + forward-backward -> tags, confidences
+    batch (csr entries, dense features, lengths) ─► token_mask, slot, feeds ─► ONNX graph
+    ─► intent similarities [B, N], sentence and text vectors, tag logits [B, T, K]
+    tags: logits ─► constrained Viterbi + forward-backward (NumPy) -> tags, confidences
 
-The transformer (the bulk of a message's time) is written once, as an ONNX graph
-(``onnx_graph.py``), and runs as one ONNX Runtime call; the sparse input products (a lookup
-and a sum per position), the small dense heads and the CRF's decoding stay here.
+The CRF's decoding (a decoding algorithm, not a network) stays NumPy; so does adding the decoded
+entity tags' term to the role and group logits (a table row per tag, ``onnx_graph._tag_heads``).
 
-Shapes: B batch, T tokens, D feature width, U transformer units, H heads, d = U / H,
-R max_relative_position, N labels, E embedding dimension, K tags.
+Shapes: B batch, T tokens, N labels, K tags.
 """
 
 from __future__ import annotations
@@ -27,11 +25,18 @@ from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet import weight_names as names
 from nlu_engine.classifiers.diet.spec import NetworkParams
 from nlu_engine.contract.threads import single_blas_thread
-from nlu_engine.nn.attention import mask_bias, relative_positions
-from nlu_engine.nn.ops import gelu
+from nlu_engine.nn.onnx_runtime import Sessions
 from nlu_engine.training_data.bilou import bilou_constraints
 
 _FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
+#: inputs up to this many positions run on a one-thread session, larger ones on all threads
+SINGLE_THREAD_MAX_POSITIONS = 256
+#: the dtype of each array a batch feeds the graph, by input name
+_BATCH_INPUTS = {
+    **{f"{kind}_{part}": dtype for kind in ("seq", "sent")
+       for part, dtype in (("ids", np.int32), ("values", np.float32), ("positions", np.int32))},
+    "dense_seq": np.float32, "dense_sent": np.float32,
+}
 
 
 # --- CRF ----------------------------------------------------------------------------------------
@@ -126,7 +131,8 @@ class DIETInference:
 
     ``weights`` maps the names of ``DIETNetwork.export_weights`` to float32 arrays; ``params``
     are the network's hyperparameters (``spec.NetworkParams``); ``tag_vocabularies`` name the
-    CRF tag sets ("entity", "role", "group") and ``bilou`` says whether BILOU constraints apply.
+    CRF tag sets ("entity", "role", "group") and ``bilou`` says whether BILOU constraints apply;
+    ``dense_seq`` and ``dense_sent`` are the widths of the dense features the batches carry.
     """
 
     def __init__(
@@ -136,121 +142,61 @@ class DIETInference:
         label_features: np.ndarray,
         tag_vocabularies: dict[str, list[str]],
         bilou: bool,
+        dense_seq: int = 0,
+        dense_sent: int = 0,
     ) -> None:
-        self.w = {k: np.asarray(v, np.float32) for k, v in weights.items()}
+        w = {k: np.asarray(v, np.float32) for k, v in weights.items()}
         self.params = params
         self.num_layers = params.number_of_transformer_layers
-        self.num_heads = params.number_of_attention_heads
-        self.units = params.transformer_size
-        self.max_relative = params.max_relative_position or 0
-        self.unidirectional = params.unidirectional_encoder
-        self.similarity_type = params.similarity_type
-        self.unify = names.kernel(names.hidden(names.SEQ_UNIFY, 0)) in self.w
-        # Ffnn stacks: name -> number of hidden layers (fixed by the weights)
-        self.depth = {
-            stack: _stack_depth(self.w, stack)
-            for stack in (names.SEQ_UNIFY, names.SENT_UNIFY, names.TEXT_HIDDEN, names.LABEL_HIDDEN)
-        }
-        k = np.arange(self.units)
-        self._angle_rates = (1.0 / np.power(10000.0, 2 * (k // 2) / self.units)).astype(np.float32)
-        self._even = k % 2 == 0
-        self.intents = (
-            params.intent_classification and label_features.shape[0] > 0
-            and names.kernel(names.TEXT_EMBED) in self.w
-        )
-        self.label_embeddings = self._label_embeddings(label_features) if self.intents else None
-        self.layers = [names.TransformerLayer(i) for i in range(self.num_layers)]
+        units, heads = params.transformer_size, params.number_of_attention_heads
+        max_relative = params.max_relative_position or 0
+        layers = [names.TransformerLayer(i) for i in range(self.num_layers)]
         if self.num_layers:  # before ONNX Runtime sees them: it only checks shapes as it runs
-            rows = self.max_relative + (0 if self.unidirectional else self.max_relative) + 1
-            check_transformer(self.w, self.layers, self.num_heads, self.units, rows)
-        self.relative = any(
-            layer.key_relative in self.w or layer.value_relative in self.w for layer in self.layers
+            rows = max_relative + (0 if params.unidirectional_encoder else max_relative) + 1
+            check_transformer(w, layers, heads, units, rows)
+        self.intents = bool(
+            params.intent_classification and label_features.shape[0] > 0
+            and names.kernel(names.TEXT_EMBED) in w
         )
-        self.onnx = (  # DIET's transformer under ONNX Runtime (onnx_graph.py)
-            onnx_graph.OnnxTransformer(self.w, self.layers, self.num_heads, self.units)
-            if self.num_layers else None
+        shape = onnx_graph.Shape(heads=heads, units=units, max_relative=max_relative,
+                                 unidirectional=params.unidirectional_encoder,
+                                 similarity=params.similarity_type, tag_sets=tuple(tag_vocabularies),
+                                 layers=self.num_layers)
+        #: the network as one ONNX graph, and the role / group logits' entity-tag tables
+        self.graph, self.tag_tables = onnx_graph.diet_graph(
+            w, shape, onnx_graph.Inputs(dense_seq, dense_sent), label_features if self.intents else None
         )
+        self._inputs = [i.name for i in self.graph.graph.input]
+        #: the sparse tables, fed by reference every call (``onnx_graph._bag``)
+        self._tables = {onnx_graph.table_input(layer): w[names.kernel(layer)]
+                        for layer in names.SPARSE_LAYERS if onnx_graph.table_input(layer) in self._inputs}
+        self._outputs = [o.name for o in self.graph.graph.output]
+        self._sessions = Sessions(self.graph, SINGLE_THREAD_MAX_POSITIONS)
         self.decoders = {
-            kind: CRFDecoder(self.w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
+            kind: CRFDecoder(w[names.transitions(kind)], bilou_constraints(v) if bilou else None)
             for kind, v in tag_vocabularies.items()
         }
 
-    def _dense(self, name: str, x: np.ndarray, activation: bool = False) -> np.ndarray:
-        """x [..., I] @ kernel [I, O] (+ bias) -> [..., O]."""
-        y = x @ self.w[names.kernel(name)]
-        bias = self.w.get(names.bias(name))
-        if bias is not None:
-            y = y + bias
-        return gelu(y) if activation else y
-
-    def _ffnn(self, name: str, x: np.ndarray) -> np.ndarray:
-        for i in range(self.depth[name]):
-            x = self._dense(names.hidden(name, i), x, activation=True)
-        return x
-
-    def _label_embeddings(self, label_features: np.ndarray) -> np.ndarray:
-        x = self._dense(names.LABEL_DENSE, label_features.astype(np.float32))  # [N, Dl]
-        x = self._ffnn(names.LABEL_HIDDEN, x)
-        return self._dense(names.LABEL_EMBED, x)  # [N, E]
-
-    # --- input ----------------------------------------------------------------------------
-    def _bag(self, name: str, ids, values, positions, rows: int) -> np.ndarray:
-        """Sparse entries (ids, values at positions) times the kernel: [rows, units]."""
-        kernel = self.w[names.kernel(name)]  # [V, units]
-        out = np.zeros((rows, kernel.shape[1]), np.float32)
-        if len(ids):
-            order = np.argsort(positions, kind="stable")  # batches come sorted: a no-op then
-            positions, ids, values = positions[order], ids[order], values[order]
-            entries = kernel[ids] * values.astype(np.float32)[:, None]  # [nnz, units]
-            starts = np.flatnonzero(np.r_[True, positions[1:] != positions[:-1]])
-            out[positions[starts]] = np.add.reduceat(entries, starts, axis=0)  # sum per position
-        return out + self.w[names.bias(name)]
-
-    def encode_text(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """Combined input features x [B, T+1, D] and the mask of real positions [B, T+1]."""
+    def feeds(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The graph's inputs for a batch (``batching.make_batch``'s arrays)."""
         size, max_len = (int(v) for v in batch["shape"])
-        lengths = batch["lengths"]  # [B]
-        token_mask = (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32)  # [B, T]
-        parts_seq, parts_sent = [], []
-        if names.kernel(names.SEQ_BAG) in self.w:
-            seq = self._bag(names.SEQ_BAG, batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
-                            size * max_len)  # [B*T, Dt]
-            parts_seq.append(seq.reshape(size, max_len, -1))
-        if "dense_seq" in batch:
-            parts_seq.append(batch["dense_seq"].astype(np.float32))  # [B, T, Dd]
-        if names.kernel(names.SENT_BAG) in self.w:
-            parts_sent.append(self._bag(names.SENT_BAG, batch["sent_ids"], batch["sent_values"],
-                                        batch["sent_positions"], size))  # [B, Dt]
-        if "dense_sent" in batch:
-            parts_sent.append(batch["dense_sent"].astype(np.float32))  # [B, Dd']
-        x_seq = np.concatenate(parts_seq, -1)  # [B, T, Ds]
-        if self.unify:
-            x_seq = self._ffnn(names.SEQ_UNIFY, x_seq)  # [B, T, C]
-        x_seq = x_seq * token_mask[:, :, None]
-        x = np.concatenate([x_seq, np.zeros((size, 1, x_seq.shape[-1]), np.float32)], 1)  # [B, T+1, D]
-        if parts_sent:
-            x_sent = np.concatenate(parts_sent, -1)  # [B, Ds']
-            if self.unify:
-                x_sent = self._ffnn(names.SENT_UNIFY, x_sent)  # [B, C]
-            x[np.arange(size), lengths] += x_sent  # the sentence slot right after the last token
-        x = self._ffnn(names.TEXT_HIDDEN, x)  # [B, T+1, D]
-        mask = (np.arange(max_len + 1)[None, :] < (lengths + 1)[:, None]).astype(np.float32)
-        return x, mask
+        lengths = batch["lengths"].astype(np.int64)
+        feeds = {"token_mask": (np.arange(max_len)[None, :] < lengths[:, None]).astype(np.float32)}
+        slot = np.zeros((size, max_len + 1), np.float32)
+        slot[np.arange(size), lengths] = 1.0  # the sentence position, right after the last token
+        feeds["slot"] = slot
+        feeds.update(self._tables)
+        for name in self._inputs:
+            if name in _BATCH_INPUTS:
+                feeds[name] = np.asarray(batch[name], _BATCH_INPUTS[name])
+        return feeds
 
-    # --- transformer ----------------------------------------------------------------------
-    def transform(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """x [B, L, D], mask [B, L] -> gelu(transformer(x)) [B, L, U]."""
-        if self.num_layers == 0:
-            return x
-        length = x.shape[1]
-        angles = np.arange(length, dtype=np.float32)[:, None] * self._angle_rates[None]  # [L, U]
-        position = np.where(self._even[None], np.sin(angles), np.cos(angles))  # [L, U]
-        bias = mask_bias(mask, causal=self.unidirectional)  # [B, 1, 1|L, L]
-        index = (
-            relative_positions(length, self.max_relative, self.unidirectional) if self.relative else None
-        )  # [L, L]
-        assert self.onnx is not None  # built with the layers
-        return self.onnx(x, bias, position, index)
+    def run(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The graph's outputs by name for a batch: "intent_sims" [B, N], "sentence" [B, U],
+        "text_embed" [B, E] (with an intent head), "logits_<tag set>" [B, T, K]."""
+        size, max_len = (int(v) for v in batch["shape"])
+        values = self._sessions.run_all(self.feeds(batch), size * (max_len + 1))
+        return dict(zip(self._outputs, values, strict=True))
 
     def probe(self, seq_vocab: int, sent_vocab: int, dense_seq: int, dense_sent: int) -> None:
         """One message of one token through the network (a model loading checks its weights so):
@@ -258,9 +204,9 @@ class DIETInference:
         vocabularies and dense widths."""
         batch: dict[str, np.ndarray] = {"shape": np.array([1, 1], np.int32), "lengths": np.ones(1, np.int32)}
         for kind, vocab in (("seq", seq_vocab), ("sent", sent_vocab)):
-            ids = np.array([vocab - 1] if vocab > 0 else [], np.int64)  # the last row of the table
+            ids = np.array([vocab - 1] if vocab > 0 else [], np.int32)  # the last row of the table
             batch[f"{kind}_ids"], batch[f"{kind}_values"] = ids, np.ones(len(ids), np.float32)
-            batch[f"{kind}_positions"] = np.zeros(len(ids), np.int64)
+            batch[f"{kind}_positions"] = np.zeros(len(ids), np.int32)
         if dense_seq:
             batch["dense_seq"] = np.zeros((1, 1, dense_seq), np.float32)
         if dense_sent:
@@ -269,41 +215,26 @@ class DIETInference:
             self._predict_batch(batch)
         except (KeyError, ValueError, IndexError):
             raise
-        except Exception as error:  # ONNX Runtime's own error types, on an input width that does not fit
+        except Exception as error:  # ONNX Runtime's own error types, on an input that does not fit
             raise ValueError(" ".join(str(error).split())[:300]) from None
 
-    # --- heads ----------------------------------------------------------------------------
     def predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Intent similarities [B, N]; per tag set, tags and confidences [B, T] (0 at padding)."""
-        with single_blas_thread():
+        """Intent similarities [B, N] and the in-scope score's vectors "sentence" and "text_embed";
+        per tag set, tags and confidences [B, T] (0 at padding)."""
+        with single_blas_thread():  # the decoders' small products
             return self._predict_batch(batch)
 
     def _predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        lengths = batch["lengths"].astype(np.int64)
-        max_len = int(batch["shape"][1])
-        x, mask = self.encode_text(batch)
-        h = self.transform(x, mask)  # [B, T+1, U]
-        out: dict[str, np.ndarray] = {}
-        if self.intents and self.label_embeddings is not None:
-            sentence = h[np.arange(len(lengths)), lengths]  # [B, U]: the sentence position
-            text = self._dense(names.TEXT_EMBED, sentence)  # [B, E]
-            out["sentence"], out["text_embed"] = sentence, text  # the in-scope score's vectors
-            labels = self.label_embeddings  # [N, E]
-            if self.similarity_type == "cosine":
-                text = text / np.sqrt(np.maximum((text**2).sum(-1, keepdims=True), 1e-12))
-                labels = labels / np.sqrt(np.maximum((labels**2).sum(-1, keepdims=True), 1e-12))
-            out["intent_sims"] = text @ labels.T  # [B, N]
-        h_tokens = h[:, :max_len]  # [B, T, U]
+        lengths = batch["lengths"]
+        graph = self.run(batch)
+        out = {k: graph[k] for k in ("intent_sims", "sentence", "text_embed") if k in graph}
         entity_tags: np.ndarray | None = None
         for kind, decoder in self.decoders.items():
-            if kind == "entity" or entity_tags is None:
-                logits = self._dense(names.tag_logits(kind), h_tokens)  # [B, T, K]
-            else:
-                one_hot = np.eye(len(self.decoders["entity"].start), dtype=np.float32)[entity_tags]
-                tag_embedding = self._dense(names.ENTITY_TAG_EMBED, one_hot)  # [B, T, E]
-                logits = self._dense(names.tag_logits(kind), np.concatenate([h_tokens, tag_embedding], -1))
-            tags = np.zeros((len(lengths), max_len), np.int32)
-            confidence = np.zeros((len(lengths), max_len), np.float32)
+            logits = graph[f"logits_{kind}"]  # [B, T, K]
+            if kind in self.tag_tables and entity_tags is not None:
+                logits = logits + self.tag_tables[kind][entity_tags]  # the entity tags' term
+            tags = np.zeros(logits.shape[:2], np.int32)
+            confidence = np.zeros(logits.shape[:2], np.float32)
             for b, n in enumerate(lengths):
                 n = max(int(n), 1)
                 tags[b, :n], confidence[b, :n] = decoder.decode(logits[b, :n])
@@ -341,11 +272,3 @@ def check_transformer(
     for name, shape in shapes.items():
         if name in w and w[name].shape != shape:
             raise ValueError(f"'{name}' has shape {w[name].shape}, the network needs {shape}")
-
-
-def _stack_depth(weights: dict[str, np.ndarray], stack: str) -> int:
-    """How many dense layers an Ffnn stack has in ``weights`` (0 when absent)."""
-    depth = 0
-    while names.kernel(names.hidden(stack, depth)) in weights:
-        depth += 1
-    return depth

@@ -35,7 +35,7 @@ DEFAULT_TRANSFORMER_SIZE = 256
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkParams:
-    """The hyperparameters the network is built from (and NumPy inference runs with)."""
+    """The hyperparameters the network is built from (and the parse graph is written with)."""
 
     # input: sparse features -> dense, concatenated, optionally unified and a hidden stack
     text_dense_dimension: int

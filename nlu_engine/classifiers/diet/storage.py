@@ -32,7 +32,7 @@ STATE_FILE = "diet.json"
 WEIGHTS_FILE = "weights.npz"
 LABEL_FEATURES_FILE = "label_features.npz"
 EXAMPLES_FILE = "examples.npz"  # hashes of the training examples, for fine-tuning's rehearsal
-#: 2: weights by name (``DIETNetwork.export_weights``), read by NumPy inference
+#: 2: weights by name (``DIETNetwork.export_weights``), read by the parse graph (``onnx_graph.py``)
 WEIGHTS_FORMAT = 2
 #: the sparse input tables (see ``sparse_weights_dtype``) and how their int8 form is stored
 SPARSE_TABLES = weight_names.SPARSE_TABLES

@@ -1,8 +1,8 @@
-"""The names of DIET's exported weights, shared by the TensorFlow export and the NumPy inference.
+"""The names of DIET's exported weights, shared by the TensorFlow export and the parse graph.
 
 ``DIETNetwork.export_weights`` (``model.py``) writes prediction's weights under these names and
-``DIETInference`` (``inference.py``) reads them back; a stored model's ``weights.npz`` is keyed
-by them. They are part of the archive format: renaming one needs a new ``WEIGHTS_FORMAT`` in
+``onnx_graph.py`` builds the parse graph from them; a stored model's ``weights.npz`` is keyed by
+them. They are part of the archive format: renaming one needs a new ``WEIGHTS_FORMAT`` in
 ``storage.py``, or archives trained before would no longer load.
 
 A layer name owns ``<layer>/kernel`` and, when it has one, ``<layer>/bias``; a LayerNorm's name
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 # --- input: sparse embedding bags, the layers that unify token and sentence widths ------------
 SEQ_BAG = "seq_bag"  # sparse token features -> dense
 SENT_BAG = "sent_bag"  # sparse sentence features -> dense
+SPARSE_LAYERS = (SEQ_BAG, SENT_BAG)
 SPARSE_TABLES = (f"{SEQ_BAG}/kernel", f"{SENT_BAG}/kernel")  # the vocabulary-sized tables
 SEQ_UNIFY = "seq_unify"  # Ffnn stacks (see ``hidden``)
 SENT_UNIFY = "sent_unify"

@@ -316,3 +316,32 @@ def model_files_present(directory: Path) -> bool:
         and ((directory / TOKENIZER_FILE).is_file() or (directory / VOCAB_FILE).is_file())
     )
 
+
+def sentence_transformers_settings(folder: Path) -> tuple[str | None, bool, int | None]:
+    """(pooling, normalize, max_seq_length) from a sentence-transformers folder, else Nones."""
+
+    def read(path: Path) -> Any:
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    modules = read(folder / "modules.json")
+    pooling: str | None = None
+    normalize = False
+    if isinstance(modules, list):
+        for module in modules:
+            kind = str(module.get("type", "")) if isinstance(module, dict) else ""
+            if kind.endswith(".Pooling"):
+                cfg = read(folder / str(module.get("path", "")) / "config.json") or {}
+                if cfg.get("pooling_mode_cls_token"):
+                    pooling = "cls"
+                elif cfg.get("pooling_mode_max_tokens"):
+                    pooling = "max"
+                else:
+                    pooling = "mean"
+            elif kind.endswith(".Normalize"):
+                normalize = True
+    settings = read(folder / "sentence_bert_config.json")
+    max_len = settings.get("max_seq_length") if isinstance(settings, dict) else None
+    return pooling, normalize, int(max_len) if isinstance(max_len, int) else None

@@ -20,12 +20,12 @@ Runtime's fused transformer operators (no export, no download)::
 * ``float32``: the graph as written; TensorFlow's states within float32 rounding;
 * ``bfloat16``: the four products read bfloat16-rounded inputs and kernels (``precision:
   bfloat16``), as TensorFlow's bfloat16 layers computed them; everything else float32;
-* ``int8``: ``quantized_graph``, ONNX Runtime's dynamic quantisation: the weights of the
-  ``Attention`` projections, ``W_o`` and ``W_i`` become int8 (per output channel), the
-  activations are quantised to uint8 per call; ``W_out`` (after gelu), embeddings, softmax and
-  LayerNorm stay float32. Fast on CPUs with int8 dot products (``nn.cpu``); on
-  NLU-Evaluation-Data's folds a fine-tuned model's scores moved by up to 0.7 points against
-  float32 (BENCHMARKS.md).
+* ``int8``: the three dense products of each layer (``W_o``, ``W_i``, ``W_out``) as ONNX
+  Runtime's ``MatMulNBits``: int8 weights with a scale per block of 32 inputs, the activations
+  quantised per block of 32 at each call, int8 dot products (``nn.onnx_builder``); the fused
+  attention, embeddings, softmax and LayerNorm stay float32. Fast on CPUs with int8 dot products
+  (``nn.cpu``); its error is about a fifth of per-tensor dynamic quantisation's, yet a few
+  messages of few-shot models still move by more than 0.1 (BENCHMARKS.md), so it is opt-in.
 
 The graph lives only in memory, built when a model loads: the archive keeps the weights as they
 were (``.npz``, ``safetensors``). Training runs the frozen layers below the tuned ones through
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import weakref
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,9 +50,6 @@ logger = logging.getLogger(__name__)
 
 #: inputs up to this many sub-tokens run on a one-thread session, larger ones on all threads
 SINGLE_THREAD_MAX_SUBTOKENS = 128
-#: the product left in float32 by int8: the feed-forward output, whose input (after gelu) has the
-#: outliers per-tensor int8 rounds worst; quantised too, SNIPS's exact-span entity F1 fell 0.22
-FLOAT32_PRODUCT = "_out"
 
 
 # --- the graph ----------------------------------------------------------------------------------
@@ -97,10 +93,10 @@ def _layer(g: GraphBuilder, encoder: BertEncoder, index: int, x: str, out: str) 
     return skip_norm(g.matmul(inner, p + "out_w", layer["out_w"].T, p + "out"), x, "ln2", "out_b", out)
 
 
-def encoder_graph(encoder: BertEncoder, layers: int | None = None, bfloat16: bool = False) -> Any:
+def encoder_graph(encoder: BertEncoder, layers: int | None = None, runtime: Runtime = "float32") -> Any:
     """The encoder's graph (an ``onnx.ModelProto``; see the module doc) through its first
-    ``layers`` layers (all by default; 0: the embeddings' output)."""
-    g = GraphBuilder("bert_encoder", matmul_dtype="bfloat16" if bfloat16 else "float32")
+    ``layers`` layers (all by default; 0: the embeddings' output), in ``runtime``."""
+    g = GraphBuilder("bert_encoder", matmul_dtype=runtime)
     g.input("ids", INT32, ["batch", "length"])
     g.input("mask", INT32, ["batch", "length"])
     x = _embeddings(g, encoder)
@@ -110,37 +106,13 @@ def encoder_graph(encoder: BertEncoder, layers: int | None = None, bfloat16: boo
     return g.model()
 
 
-def quantized_graph(model: Any) -> Any:
-    """``model`` with its Attention and MatMul weights but ``FLOAT32_PRODUCT``'s in int8 per
-    output channel (dynamic quantisation of the activations), as an ``onnx.ModelProto``."""
-    import tempfile
-
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    with tempfile.TemporaryDirectory(prefix="nlu_engine_onnx_") as folder:
-        path = Path(folder) / "encoder_int8.onnx"
-        # its advice to pre-process the graph (shape inference) is a root-logger warning
-        logging.disable(logging.WARNING)
-        try:
-            quantize_dynamic(
-                model, path, op_types_to_quantize=["MatMul", "Attention"], per_channel=True,
-                nodes_to_exclude=[n.name for n in model.graph.node if n.name.endswith(FLOAT32_PRODUCT)],
-                weight_type=QuantType.QInt8, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
-        finally:
-            logging.disable(logging.NOTSET)
-        return onnx.load(str(path))
-
-
 class OnnxEncoder:
     """A ``BertEncoder`` under ONNX Runtime: ``(ids, mask) -> states`` in one graph call."""
 
     def __init__(self, encoder: BertEncoder, runtime: Runtime = "float32", layers: int | None = None) -> None:
         self.config = encoder.config
         self.runtime = runtime
-        graph = encoder_graph(encoder, layers, bfloat16=runtime == "bfloat16")
-        self.graph = quantized_graph(graph) if runtime == "int8" else graph
+        self.graph = encoder_graph(encoder, layers, runtime)
         self._sessions = Sessions(self.graph, SINGLE_THREAD_MAX_SUBTOKENS)
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -68,6 +68,7 @@ from nlu_engine.featurizers.dense.bert import (
     layer_shapes,
     load_weights,
     model_files_present,
+    sentence_transformers_settings,
     weights_checksum,
 )
 from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, frozen_encoder, parse_encoder
@@ -170,36 +171,6 @@ def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> 
         f"LanguageModelFeaturizer: model_weights '{model_weights or name}' is neither a local "
         f"directory nor an installed package; {hint}"
     )
-
-
-def sentence_transformers_settings(folder: Path) -> tuple[Pooling | None, bool, int | None]:
-    """(pooling, normalize, max_seq_length) from a sentence-transformers folder, else Nones."""
-
-    def read(path: Path) -> Any:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-
-    modules = read(folder / "modules.json")
-    pooling: Pooling | None = None
-    normalize = False
-    if isinstance(modules, list):
-        for module in modules:
-            kind = str(module.get("type", "")) if isinstance(module, dict) else ""
-            if kind.endswith(".Pooling"):
-                cfg = read(folder / str(module.get("path", "")) / "config.json") or {}
-                if cfg.get("pooling_mode_cls_token"):
-                    pooling = "cls"
-                elif cfg.get("pooling_mode_max_tokens"):
-                    pooling = "max"
-                else:
-                    pooling = "mean"
-            elif kind.endswith(".Normalize"):
-                normalize = True
-    settings = read(folder / "sentence_bert_config.json")
-    max_len = settings.get("max_seq_length") if isinstance(settings, dict) else None
-    return pooling, normalize, int(max_len) if isinstance(max_len, int) else None
 
 
 # --- loaded models, shared in the process ----------------------------------------------------------
@@ -351,6 +322,24 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         ):
             message.add_features(Features(sequence, "sequence", attribute, origin))
             message.add_features(Features(sentence, "sentence", attribute, origin))
+
+    def process_training_data(self, messages: list[Message]) -> None:
+        """Fine-tuned (``trainable``): zeros of the features' shapes, which only tell the
+        component that tunes the encoder their origin and width (``TrainableEncoder``): it
+        computes the values itself, so a pass of the frozen encoder over every training message
+        is saved. Otherwise the features, as ``process`` writes them."""
+        if not self.config.trainable:
+            self.process(messages)
+            return
+        hidden, origin = self._model().config.hidden_size, self.origin()
+        for message in messages:
+            for attribute in TEXT_ATTRIBUTES:
+                words = len(message.tokens.get(attribute) or ())
+                if words:
+                    message.add_features(Features(np.zeros((words, hidden), np.float32), "sequence",
+                                                  attribute, origin))
+                    message.add_features(Features(np.zeros((1, hidden), np.float32), "sentence",
+                                                  attribute, origin))
 
     def _subtokens(
         self, sentences: list[list[str]], warn: bool = True

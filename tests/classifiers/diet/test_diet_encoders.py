@@ -15,7 +15,12 @@ from nlu_engine.assembly.config import load_config
 from nlu_engine.assembly.pipeline import Pipeline
 from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
-from nlu_engine.classifiers.diet.encoders import dense_columns, encoder_slots, ragged_inputs
+from nlu_engine.classifiers.diet.encoders import (
+    dense_columns,
+    encoder_slots,
+    ragged_inputs,
+    with_pretrained_features,
+)
 from nlu_engine.contract.message import Features, Message
 from nlu_engine.featurizers.dense.bert import load_weights
 from nlu_engine.training_data import load_data
@@ -127,6 +132,7 @@ def test_few_examples_keep_the_encoder_pretrained_and_its_sentence_vector_ranks_
                                reference[1].features_for("text", "sentence", False), atol=1e-5)
 
 
+
 def test_fine_tuning_moves_only_the_trainable_layers_and_parses_with_them(
     bert: Path, tiny_data_path: Path, tiny_texts: list[str]
 ) -> None:
@@ -158,3 +164,27 @@ def test_the_encoder_trains_at_its_own_learning_rate(bert: Path, tiny_data_path:
     for name, weights in featurizer.tuned_weights_.items():
         np.testing.assert_array_equal(weights, pretrained[name], err_msg=name)
     assert diet.history_["epochs"][-1]["t_loss"] < diet.history_["epochs"][0]["t_loss"]
+
+
+def test_kept_pretrained_the_placeholders_become_the_features_in_their_place(bert: Path) -> None:
+    """Few examples an intent: the featurizer's placeholders on DIET's training messages are
+    replaced by the pretrained features, each where its placeholder sat (the parse order)."""
+    pipeline = lm_pipeline(bert, between=True)
+    tokenizer, before, trainable, after = pipeline.components[:4]
+    messages = [Message("play some jazz"), Message("hello there world")]
+    tokenizer.process(messages)
+    before.process(messages)
+    trainable.process_training_data(messages)
+    after.process(messages)
+    order = [(f.origin, f.kind) for f in messages[0].features]
+    with_pretrained_features(messages, [trainable])
+    assert [(f.origin, f.kind) for f in messages[0].features] == order
+    reference = [Message("play some jazz"), Message("hello there world")]
+    tokenizer.process(reference)
+    trainable.process(reference)
+    for message, expected in zip(messages, reference, strict=True):
+        for kind in ("sequence", "sentence"):
+            got = [f.matrix for f in message.features if f.origin == trainable.origin() and f.kind == kind]
+            want = [f.matrix for f in expected.features if f.kind == kind]
+            assert len(got) == 1 and got[0].any()
+            np.testing.assert_array_equal(got[0], want[0])

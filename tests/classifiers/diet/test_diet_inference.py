@@ -3,6 +3,7 @@ what the TensorFlow network computes, for every network variant."""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
 from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
-from nlu_engine.classifiers.diet.onnx_graph import OnnxTransformer
+from nlu_engine.classifiers.response_selector import ResponseSelector
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
 
@@ -30,13 +31,21 @@ VARIANTS: list[dict[str, Any]] = [
     # sentence widths differ, so both go through the unify layers
     {"dense_sentence": 12},
     {"dense": 12, "dense_sentence": 0},
+    {"use_key_relative_attention": False, "use_value_relative_attention": False},
+    {"entity_recognition": False, "dense": 12},
+    # the ResponseSelector's graph: its defaults (no transformer, two hidden layers a side, no
+    # entities), then with a transformer
+    {"selector": True},
+    {"selector": True, "number_of_transformer_layers": 1, "transformer_size": 32,
+     "number_of_attention_heads": 4, "hidden_layers_sizes": {"text": [], "label": []}},
 ]
 
 
 @pytest.mark.parametrize(
     "variant", VARIANTS,
     ids=["default", "unidirectional-cosine", "no-transformer", "dense", "dense-sentence-only",
-         "dense-tokens-only"],
+         "dense-tokens-only", "no-relative-attention", "no-entities", "selector",
+         "selector-transformer"],
 )
 def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
     from nlu_engine.classifiers.diet.training import build_network
@@ -45,8 +54,14 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
     variant = dict(variant)
     dense = variant.pop("dense", 0)
     dense_sentence = variant.pop("dense_sentence", dense)
-    component = DIETClassifier(transformer_size=32, number_of_attention_heads=4, **variant)
     examples = [m for m in data.messages if m.intent]
+    if variant.pop("selector", False):
+        component: DIETClassifier = ResponseSelector(**variant)
+        examples = [copy.copy(m) for m in examples]
+        for m in examples:  # each intent a response key of one retrieval intent
+            m.intent_response_key = f"faq/{m.intent}"
+    else:
+        component = DIETClassifier(**{"transformer_size": 32, "number_of_attention_heads": 4, **variant})
     component._learn_vocabularies(data, examples)
     component.dense_seq_dim_, component.dense_sent_dim_ = dense, dense_sentence
     label_features = component._label_features(examples)
@@ -66,12 +81,12 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
     expected = {k: v.numpy() for k, v in network.predict_batch(
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
-                              component.tag_vocab_, component.config.BILOU_flag)
-    assert isinstance(inference.onnx, OnnxTransformer) == (inference.num_layers > 0)
+                              component.tag_vocab_, component.config.BILOU_flag, dense, dense_sentence)
     got = inference.predict_batch(batch)
 
     assert set(got) - set(expected) == {"sentence", "text_embed"}  # its own: the in-scope vectors
-    assert "intent_sims" in got and "tags_role" in got
+    assert "intent_sims" in got
+    assert ("tags_role" in got) == component.config.entity_recognition
     np.testing.assert_allclose(got["intent_sims"], expected["intent_sims"], rtol=1e-3, atol=1e-3)
     for kind in component.tag_vocab_:
         np.testing.assert_array_equal(got[f"tags_{kind}"], expected[f"tags_{kind}"])

@@ -23,8 +23,12 @@ demo: install
 	printf '%s\n' "hi there" "book a table for two in Berlin tomorrow" "what's the weather in paris" "thanks, bye" \
 	  | $(BIN)/nlu-engine parse -m models/demo.tar.gz
 
+# the suite on TEST_WORKERS processes (pytest-xdist), each test file whole on one of them so its
+# module fixtures (a trained model, a PostgreSQL cluster, a local Ray) are made once, the files in
+# collection order (tests/conftest.py puts the long ones first); TEST_WORKERS=0 runs it in this process
+TEST_WORKERS ?= 2
 test: install test-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # headless Chromium for the HTML report test and the review page's tests (Debian package, driven by
 # the review extra's Playwright, whose own browser download is never used; skipped without it),

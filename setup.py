@@ -35,7 +35,9 @@ EXTRAS = {
     # property-based tests of the readers (HYPOTHESIS_PROFILE=long: the long search); schemathesis:
     # the HTTP API fuzzed against its OpenAPI document (tests/server/test_openapi_fuzz.py)
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40", "hypothesis>=6.100,<7",
-            "schemathesis>=4.4,<5"],
+            "schemathesis>=4.4,<5",
+            # `make test` runs the suite on two processes (pytest -n)
+            "pytest-xdist>=3.5,<4"],
     # atheris: `make fuzz`, coverage-guided fuzzing of the readers (fuzz/); wheels for Linux x86-64
     "fuzz": ["atheris>=2.3,<4; sys_platform == 'linux' and platform_machine == 'x86_64'"],
     # benchmarks.studies.baseline: the CRFsuite entity baseline

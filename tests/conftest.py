@@ -30,6 +30,45 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # runs as the package does by default (oneDNN off); the tests of the bfloat16 path say so.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+# `make test` runs the suite on two processes (pytest-xdist), each test file whole on one of them,
+# handed out in collection order. These files take longest (each trains several networks, or
+# starts TensorFlow in subprocesses): they go first, longest first, so that the short files fill
+# in around them and both processes finish together, not one of them running a long file alone
+# at the end. Only the order changes, and only under xdist; a file missing from the list is only
+# scheduled later.
+LONG_FILES = (
+    "tests/classifiers/diet/test_diet_training.py",
+    "tests/classifiers/test_response_selector.py",
+    "tests/classifiers/diet/test_diet_steps.py",
+    "tests/classifiers/diet/test_diet_resume.py",
+    "tests/classifiers/test_sentence_head.py",
+    "tests/classifiers/diet/test_diet_inference.py",
+    "tests/cli/test_cli.py",
+    "tests/examples/test_projects.py",
+    "tests/distributed/test_trials.py",
+    "tests/assembly/test_finetune.py",
+    "tests/test_setup.py",
+    "tests/classifiers/diet/test_diet_calibration.py",
+    "tests/cli/test_bad_input.py",
+    "tests/assembly/test_hostile_weights.py",
+    "tests/server/test_server.py",
+    "tests/server/test_message_log.py",
+    "tests/server/test_soak.py",
+    "tests/examples/test_zh_assistant.py",
+    "tests/test_contract.py",
+    "tests/distributed/test_corpus.py",
+    "tests/review/test_page.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the long files first (``LONG_FILES``); the rest keep their order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 # 3 intents x 4 examples; entities with roles, a synonym (inline and as a section), a regex and
 # a lookup table. Small enough to train any component in a second or two.
 TINY_NLU = r"""version: "3.1"

@@ -107,13 +107,15 @@ def session(model: Any, threads: int) -> Any:
 
 
 class Sessions:
-    """One graph's sessions: one thread for a message or a few, the process's threads for larger
-    inputs (created on first use)."""
+    """One graph's sessions: one thread for inputs up to ``single_thread_max`` positions (0:
+    none), the process's threads (``process_threads``) for larger ones. The session small
+    inputs use is created at once, the other on first use."""
 
     def __init__(self, model: Any, single_thread_max: int) -> None:
         self.model = model
         self.single_thread_max = single_thread_max
-        self._by_threads: dict[int, Any] = {1: session(model, 1)}
+        first = 1 if single_thread_max > 0 else process_threads()
+        self._by_threads: dict[int, Any] = {first: session(model, first)}
 
     def run(self, feeds: dict[str, Any], size: int) -> Any:
         """The graph's first output for ``feeds``; ``size`` (positions) chooses the threads."""

@@ -13,6 +13,7 @@ from nlu_engine.contract.errors import ConfigError
 from nlu_engine.nn.cpu import Cpu
 from nlu_engine.nn.onnx_runtime import (
     RUNTIMES,
+    Sessions,
     check_runtime,
     process_threads,
     require_onnxruntime,
@@ -102,3 +103,23 @@ def test_process_threads_follow_the_blas_share(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS")
     monkeypatch.setattr("os.cpu_count", lambda: 5)
     assert process_threads() == 5
+
+
+@pytest.mark.parametrize(("single_thread_max", "share", "small", "large"),
+                         [(4, "2", [1], [1, 2]), (0, "2", [2], [2]), (0, "1", [1], [1])])
+def test_sessions_run_small_inputs_on_one_thread_unless_none_should(
+    monkeypatch: pytest.MonkeyPatch, single_thread_max: int, share: str, small: list[int], large: list[int]
+) -> None:
+    """Small inputs on a one-thread session up to ``single_thread_max`` positions (0: none, as the
+    language model's encoder), larger ones on the process's share of the cores; same outputs."""
+    from nlu_engine.nn.onnx_builder import FLOAT, GraphBuilder
+
+    monkeypatch.setenv("OMP_NUM_THREADS", share)
+    g = GraphBuilder("double")
+    g.output(g.op("Add", [g.input("x", FLOAT, ["n"]), "x"], "sum"), "y", FLOAT, ["n"])
+    sessions = Sessions(g.model(), single_thread_max)
+    x = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(sessions.run({"x": x[:3]}, 3), 2 * x[:3])
+    assert sorted(sessions._by_threads) == small
+    np.testing.assert_array_equal(sessions.run({"x": x}, 8), 2 * x)
+    assert sorted(sessions._by_threads) == large

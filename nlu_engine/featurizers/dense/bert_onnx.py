@@ -48,8 +48,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: inputs up to this many sub-tokens run on a one-thread session, larger ones on all threads
-SINGLE_THREAD_MAX_SUBTOKENS = 128
+#: inputs up to this many sub-tokens run on a one-thread session, larger ones on the process's
+#: threads. None does: even one message's pass reads all of the encoder's weights (tens of MB),
+#: which two threads read in much less time than one (BENCHMARKS.md); a server's workers each
+#: have their share of the cores as the process's threads (``contract.threads``)
+SINGLE_THREAD_MAX_SUBTOKENS = 0
 
 
 # --- the graph ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The review's decisions in a PostgreSQL message log: two reviewers' stores, a stale or racing
 write refused whole, undo, and reviewed.yml written from it (a throwaway cluster, as the message
-log's PostgreSQL tests make it; skipped without Debian's postgresql)."""
+log's PostgreSQL tests make it, ``tests/postgres.py``; skipped without Debian's postgresql)."""
 
 from __future__ import annotations
 
@@ -10,34 +10,19 @@ from pathlib import Path
 import pytest
 
 from tests.extras import requires_extra
+from tests.postgres import Cluster, cluster_fixture, drop_tables  # noqa: F401 - the cluster fixture
 from tests.review.conftest import default_rows, make_log
-from tests.server.test_message_log_postgres import Cluster
 
 pytestmark = requires_extra("postgres", "psycopg", "sqlalchemy")
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    running = Cluster()
-    try:
-        yield running
-    finally:
-        running.remove()
 
 
 @pytest.fixture
 def database(cluster: Cluster) -> Iterator[str]:
     yield cluster.url
-    import sqlalchemy as sa
-
     from nlu_engine.review.decisions import review_metadata
-    from nlu_engine.server.message_store import database_url, metadata
+    from nlu_engine.server.message_store import metadata
 
-    engine = sa.create_engine(database_url(cluster.url))
-    with engine.begin() as connection:
-        review_metadata.drop_all(connection)
-        metadata.drop_all(connection)
-    engine.dispose()
+    drop_tables(cluster.url, review_metadata, metadata)
 
 
 def test_two_reviewers_on_postgresql(database: str, tmp_path: Path) -> None:

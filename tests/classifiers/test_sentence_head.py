@@ -79,26 +79,23 @@ def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None
     assert loaded is not None
     assert np.array_equal(loaded.probabilities(x), head.probabilities(x))
     assert SentenceHead.load(tmp_path / "missing") is None
-    np.savez(tmp_path / HEAD_FILE, weights=np.full((4, 3), np.nan, np.float32), bias=np.zeros(3, np.float32))
-    with pytest.raises(ArchiveError, match="array 'weights' holds NaN"):  # as every array (contract.npz)
-        SentenceHead.load(tmp_path)
-    np.savez(tmp_path / HEAD_FILE, weights=np.full((4, 3), 1e300), bias=np.zeros(3))  # inf at float32
-    with pytest.raises(ValueError, match="NaN or infinite"):
-        SentenceHead.load(tmp_path)
-    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.float32), bias=np.zeros(2, np.float32))
-    with pytest.raises(ValueError, match="do not fit"):
-        SentenceHead.load(tmp_path)
-    # found by the hostile-archive search (tests/assembly/test_hostile_pipelines.py): integer
-    # weights were read as floats, and a head without rows failed only when a message came
-    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((4, 3), np.int32), bias=np.zeros(3, np.float32))
-    with pytest.raises(ArchiveError, match="array 'weights' is int32, not the float16 or float32"):
-        SentenceHead.load(tmp_path)
-    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((0, 3), np.float32), bias=np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match="do not fit"):
-        SentenceHead.load(tmp_path)
-    np.savez(tmp_path / HEAD_FILE, weights=np.zeros((5, 3), np.float32), bias=np.zeros(3, np.float32))
-    with pytest.raises(ValueError, match=r"the weights are \[5, 3\], not the \[16, 3\]"):
-        SentenceHead.load(tmp_path, labels=3)
+    f32 = np.float32
+    broken = [  # (weights, bias, error, message, labels)
+        (np.full((4, 3), np.nan, f32), np.zeros(3, f32), ArchiveError, "array 'weights' holds NaN", None),
+        (np.full((4, 3), 1e300), np.zeros(3), ValueError, "NaN or infinite", None),  # inf at float32
+        (np.zeros((4, 3), f32), np.zeros(2, f32), ValueError, "do not fit", None),
+        # found by the hostile-archive search (tests/assembly/test_hostile_pipelines.py): integer
+        # weights were read as floats, and a head without rows failed only when a message came
+        (np.zeros((4, 3), np.int32), np.zeros(3, f32), ArchiveError,
+         "array 'weights' is int32, not the float16 or float32", None),
+        (np.zeros((0, 3), f32), np.zeros(3, f32), ValueError, "do not fit", None),
+        (np.zeros((5, 3), f32), np.zeros(3, f32), ValueError,
+         r"the weights are \[5, 3\], not the \[16, 3\]", 3),
+    ]
+    for weights, bias, error, message, labels in broken:
+        np.savez(tmp_path / HEAD_FILE, weights=weights, bias=bias)
+        with pytest.raises(error, match=message):
+            SentenceHead.load(tmp_path, **({} if labels is None else {"labels": labels}))
     with pytest.raises(ValueError, match=r"not the \[16, 4\]"):
         head.persist(tmp_path)
         SentenceHead.load(tmp_path, labels=4)

@@ -19,7 +19,7 @@ import numpy as np
 
 from nlu_engine.contract.component import TrainableEncoder
 from nlu_engine.contract.errors import ConfigError
-from nlu_engine.contract.message import TEXT, Message
+from nlu_engine.contract.message import TEXT, Features, Message
 
 
 @dataclass(frozen=True)
@@ -100,29 +100,36 @@ def input_widths(seq_dim: int, sent_dim: int, slots: list[EncoderSlot]) -> tuple
     return seq_dim - seq, sent_dim - sent
 
 
-def with_tuned_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> list[Message]:
-    """Copies of training messages whose fine-tuned encoders' features are computed anew, with
-    the tuned weights the encoders adopted (the messages themselves keep the frozen ones)."""
-    if not encoders:
-        return messages
+def _recomputed_features(
+    messages: list[Message], encoders: Sequence[TrainableEncoder]
+) -> list[list[Features]]:
+    """Each message's features with the encoders' computed anew by their featurizers (with the
+    weights the encoders hold now), each where the old one sat: the columns keep the order the
+    messages stack them in at parse time."""
     origins = {encoder.origin() for encoder in encoders}
-    copies = [dataclasses.replace(m, features=[f for f in m.features if f.origin not in origins])
-              for m in messages]
+    copies = [dataclasses.replace(m, features=[]) for m in messages]
     for encoder in encoders:
         encoder.process(copies)  # type: ignore[attr-defined]  # the featurizer's own process
-    return copies
+    result = []
+    for message, copy in zip(messages, copies, strict=True):
+        computed = {(f.origin, f.kind, f.attribute): f for f in copy.features}
+        result.append([computed.get((f.origin, f.kind, f.attribute), f) if f.origin in origins else f
+                       for f in message.features])
+    return result
+
+
+def with_tuned_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> list[Message]:
+    """Copies of training messages whose fine-tuned encoders' features are computed anew, with
+    the tuned weights the encoders adopted (the messages themselves keep their placeholders)."""
+    if not encoders:
+        return messages
+    return [dataclasses.replace(m, features=features)
+            for m, features in zip(messages, _recomputed_features(messages, encoders), strict=True)]
 
 
 def with_pretrained_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> None:
     """The encoders' features computed on ``messages`` in place of the placeholders their
     featurizers wrote on the training messages (``TrainableEncoder``), once the encoders keep
-    their pretrained weights: each in its placeholder's place, so the columns stay in the order
-    the messages will stack them at parse time."""
-    origins = {encoder.origin() for encoder in encoders}
-    copies = [dataclasses.replace(m, features=[]) for m in messages]
-    for encoder in encoders:
-        encoder.process(copies)  # type: ignore[attr-defined]  # the featurizer's own process
-    for message, copy in zip(messages, copies, strict=True):
-        computed = {(f.origin, f.kind, f.attribute): f for f in copy.features}
-        message.features = [computed.get((f.origin, f.kind, f.attribute), f) if f.origin in origins else f
-                            for f in message.features]
+    their pretrained weights."""
+    for message, features in zip(messages, _recomputed_features(messages, encoders), strict=True):
+        message.features = features

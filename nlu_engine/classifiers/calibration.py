@@ -1,7 +1,9 @@
 """Confidences that mean what they say, shared by every intent classifier.
 
 While a classifier trains, a stratified share of its examples is held out (``holdout``, by
-``training_data.split.stratified_holdout``).
+``training_data.split.stratified_holdout``), or every example is predicted by a model trained
+without it (``cross_fitted``, on ``training_data.split.cross_fit_folds``): this module is the one
+place confidences are fitted, whichever way the held-out predictions were made.
 Once the classifier has learned from the rest, its scores for the held-out examples fit two things:
 
 * **Temperature** ``T`` (Guo et al. 2017): the confidences become ``softmax(log p / T)``, with
@@ -375,6 +377,48 @@ def calibrate_probabilities(probabilities: np.ndarray, targets: np.ndarray) -> C
     notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
     return Calibration(temperature=temperature, top_slope=slope, top_bias=bias,
                        examples=len(targets), notes=notes)
+
+
+def cross_fitted(
+    probabilities: np.ndarray, rows: np.ndarray, labels: np.ndarray, vectors: np.ndarray | None,
+    assignment: np.ndarray, out_of_scope: int | None = None,
+) -> Calibration:
+    """A calibration from out-of-fold predictions, for a classifier that cross-fits instead of
+    holding a share out: ``probabilities`` [H, N] of the examples ``rows`` [H], each predicted by
+    a model trained without its fold (``assignment`` [M], ``training_data.split.cross_fit_folds``)
+    of all examples' label indices ``labels`` [M].
+
+    The temperature (and, with enough of them, the top label's scaling) come from the
+    probabilities; with ``vectors`` [M, D], the in-scope score's class means and covariance from
+    every example of a known intent but the out-of-scope one, with the out-of-fold examples'
+    distances (each to means fitted without its fold) as its reference. Uncalibrated when fewer
+    than ``MIN_HELD_OUT`` examples could be held out."""
+    if len(rows) < MIN_HELD_OUT:
+        return Calibration()
+    fitted = calibrate_probabilities(probabilities, labels[rows])
+    if vectors is not None:
+        fitted.in_scope = _cross_fitted_in_scope(vectors, labels, assignment, out_of_scope)
+    fitted.notes["cross_fitted"] = True
+    record_held_out(fitted, probabilities, labels[rows], None if vectors is None else vectors[rows])
+    return fitted
+
+
+def _cross_fitted_in_scope(vectors: np.ndarray, labels: np.ndarray, assignment: np.ndarray,
+                           out_of_scope: int | None) -> InScope | None:
+    """The in-scope score on every in-scope example, its reference each fold's distances to
+    class means fitted without that fold; None when no fold has both sides."""
+    in_scope_rows = labels != out_of_scope if out_of_scope is not None else np.ones(len(labels), bool)
+    reference = []
+    for fold in range(int(assignment.max(initial=-1)) + 1):
+        train = (assignment != fold) & in_scope_rows
+        held = (assignment == fold) & in_scope_rows
+        if held.any() and train.any():
+            reference.append(InScope.fit(vectors[train], labels[train], vectors[held]).reference)
+    if not reference:
+        return None
+    fitted = InScope.fit(vectors[in_scope_rows], labels[in_scope_rows], vectors[:0])
+    fitted.reference = np.sort(np.concatenate(reference))
+    return fitted
 
 
 def refit_in_scope(

@@ -36,6 +36,7 @@ from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.threads import single_blas_thread
+from nlu_engine.training_data.split import cross_fit_folds
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +46,6 @@ HEAD_SHAPE_FILE = "sentence_head.json"
 FLOATS = ("float16", "float32", "float64")
 #: the inverse regularisation strength (scores on the 10-shot file: C 1 83.3, 10 84.1, 100 84.3)
 C = 10.0
-#: the cross-fitting folds (fewer when no intent has that many examples)
-FOLDS = 5
 
 
 def sentence_vectors(messages: list[Message], origins: list[str] | None = None,
@@ -144,25 +143,6 @@ def _recorded_features(path: Path) -> int | None:
     return features
 
 
-def cross_fit_folds(labels: np.ndarray, folds: int = FOLDS, seed: int | None = 42) -> np.ndarray:
-    """A fold in ``range(k)`` for each example [M], stratified by label (seeded), or -1 for the
-    examples never held out: those of a label with one example. ``k`` is at most ``folds`` and at
-    most the largest label's count."""
-    rng = np.random.default_rng(seed)
-    assignment = np.full(len(labels), -1, np.int64)
-    counts = np.bincount(labels) if len(labels) else np.zeros(0, np.int64)
-    k = int(min(folds, counts.max(initial=0)))
-    if k < 2:
-        return assignment
-    offset = 0
-    for label in np.flatnonzero(counts >= 2):
-        # consecutive folds: a label's two or more examples are never all out at once
-        members = rng.permutation(np.flatnonzero(labels == label))
-        assignment[members] = (offset + np.arange(len(members))) % k
-        offset += len(members)
-    return assignment
-
-
 def cross_fitted_probabilities(
     vectors: np.ndarray, labels: np.ndarray, n_labels: int, seed: int | None = 42,
     assignment: np.ndarray | None = None,
@@ -187,28 +167,7 @@ def cross_fitted_calibration(
     vectors: np.ndarray, labels: np.ndarray, n_labels: int, out_of_scope: int | None = None,
     seed: int | None = 42,
 ) -> Calibration:
-    """The head's calibration from its out-of-fold predictions: the temperature (and, with
-    enough of them, the top label's scaling) from their probabilities, and the in-scope score's
-    class means and covariance from every example of a known intent but the out-of-scope one,
-    with the out-of-fold examples' distances (each to means fitted without its fold) as its
-    reference. Uncalibrated when fewer than ``MIN_HELD_OUT`` examples could be held out."""
+    """The head's calibration from its out-of-fold predictions (``calibration.cross_fitted``)."""
     assignment = cross_fit_folds(labels, seed=seed)
     probabilities, rows = cross_fitted_probabilities(vectors, labels, n_labels, seed, assignment)
-    if len(rows) < calibration.MIN_HELD_OUT:
-        return calibration.Calibration()
-    fitted = calibration.calibrate_probabilities(probabilities, labels[rows])
-    in_scope_rows = labels != out_of_scope if out_of_scope is not None else np.ones(len(labels), bool)
-    reference = []
-    for fold in range(int(assignment.max(initial=-1)) + 1):
-        train = (assignment != fold) & in_scope_rows
-        held = (assignment == fold) & in_scope_rows
-        if held.any() and train.any():
-            partial = calibration.InScope.fit(vectors[train], labels[train], vectors[held])
-            reference.append(partial.reference)
-    if reference:
-        fitted.in_scope = calibration.InScope.fit(vectors[in_scope_rows], labels[in_scope_rows],
-                                                  vectors[:0])
-        fitted.in_scope.reference = np.sort(np.concatenate(reference))
-    fitted.notes["cross_fitted"] = True
-    calibration.record_held_out(fitted, probabilities, labels[rows], vectors[rows])
-    return fitted
+    return calibration.cross_fitted(probabilities, rows, labels, vectors, assignment, out_of_scope)

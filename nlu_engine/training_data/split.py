@@ -1,5 +1,6 @@
 """Seeded, intent-stratified splits: the one hold-out every part of the package uses
-(:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples),
+(:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples), the
+folds every cross-fitting uses (:func:`cross_fit_folds`),
 the train/test split users and benchmarks publish (``train_test_split``, drawn as it always was)
 and cross-validation folds.
 
@@ -68,6 +69,30 @@ def stratified_holdout(
             held.extend(candidates[order[:n_held]].tolist())
     held_index = np.array(sorted(held), np.int64)
     return np.setdiff1d(np.arange(len(labels)), held_index), held_index
+
+
+#: the folds of a cross-fitting (fewer when no label has that many examples)
+CROSS_FIT_FOLDS = 5
+
+
+def cross_fit_folds(labels: np.ndarray, folds: int = CROSS_FIT_FOLDS, seed: int | None = 42) -> np.ndarray:
+    """A fold in ``range(k)`` for each example [M] of label indices ``labels`` [M], stratified
+    by label (seeded), or -1 for the examples never held out: those of a label with one example.
+    ``k`` is at most ``folds`` and at most the largest label's count. Every classifier that
+    cross-fits (a prediction for each example from a model trained without it) uses these."""
+    rng = np.random.default_rng(seed)
+    assignment = np.full(len(labels), -1, np.int64)
+    counts = np.bincount(labels) if len(labels) else np.zeros(0, np.int64)
+    k = int(min(folds, counts.max(initial=0)))
+    if k < 2:
+        return assignment
+    offset = 0
+    for label in np.flatnonzero(counts >= 2):
+        # consecutive folds: a label's two or more examples are never all out at once
+        members = rng.permutation(np.flatnonzero(labels == label))
+        assignment[members] = (offset + np.arange(len(members))) % k
+        offset += len(members)
+    return assignment
 
 
 def content_keys(texts: Sequence[str]) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The sentence head: a logistic regression on sentence vectors for few examples an intent, its
-cross-fitting folds and calibration, and DIET choosing it from the data."""
+cross-fitted calibration, and DIET choosing it from the data."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from nlu_engine.assembly.model import Model, train
 from nlu_engine.classifiers.sentence_head import (
     HEAD_FILE,
     SentenceHead,
-    cross_fit_folds,
     cross_fitted_calibration,
     sentence_vectors,
 )
@@ -34,23 +33,6 @@ def clusters(per_label: list[int], dim: int = 16, seed: int = 0, spread: float =
         labels += [label] * n
     x = np.concatenate(vectors)
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), np.array(labels)
-
-
-def test_folds_never_hold_out_a_single_example_nor_all_of_a_label() -> None:
-    labels = np.array([0] * 10 + [1] * 3 + [2] + [3] * 2)
-    folds = cross_fit_folds(labels, folds=5, seed=1)
-    assert folds[labels == 2].tolist() == [-1]  # one example: always trains
-    for label in (0, 1, 3):
-        assert len(set(folds[labels == label].tolist())) >= 2  # never all out at once
-    assert set(folds[labels != 2].tolist()) == set(range(5))
-    assert (np.bincount(folds[labels == 0]) == 2).all()  # ten examples over five folds, evenly
-    assert (cross_fit_folds(labels, folds=5, seed=1) == folds).all()  # seeded
-
-
-def test_folds_are_fewer_when_no_label_has_that_many_examples() -> None:
-    folds = cross_fit_folds(np.array([0, 0, 1, 1, 2, 2]), folds=5)
-    assert set(folds.tolist()) == {0, 1}
-    assert (cross_fit_folds(np.array([0, 1, 2]), folds=5) == -1).all()
 
 
 def test_the_head_ranks_separable_labels_and_gives_unseen_labels_nothing() -> None:

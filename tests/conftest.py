@@ -58,7 +58,6 @@ LONG_FILES = (
     "tests/test_contract.py",
     "tests/distributed/test_corpus.py",
     "tests/review/test_page.py",
-    "tests/test_fuzz_seeds.py",
 )
 
 

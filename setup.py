@@ -33,9 +33,10 @@ EXTRAS = {
     "review": ["playwright>=1.40,<2"],
     # wheel: tests/test_setup.py builds the package without build isolation; hypothesis: the
     # property-based tests of the readers (HYPOTHESIS_PROFILE=long: the long search); schemathesis:
-    # the HTTP API fuzzed against its OpenAPI document (tests/server/test_openapi_fuzz.py)
+    # the HTTP API fuzzed against its OpenAPI document (tests/server/test_openapi_fuzz.py); aiohttp:
+    # the client Rasa's RasaNLUHttpInterpreter parses with (tests/server/test_endpoints.py)
     "dev": ["pytest>=8,<10", "ruff>=0.5", "mypy>=1.10", "wheel>=0.40", "hypothesis>=6.100,<7",
-            "schemathesis>=4.4,<5",
+            "schemathesis>=4.4,<5", "aiohttp>=3.9,<4",
             # `make test` runs the suite on two processes (pytest -n)
             "pytest-xdist>=3.5,<4"],
     # atheris: `make fuzz`, coverage-guided fuzzing of the readers (fuzz/); wheels for Linux x86-64

@@ -41,10 +41,12 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     ("corpus", ("nlu_engine.corpus",)),
     # scores trained models: metrics, experiments, reports and benchmark runs
     ("evaluation", ("nlu_engine.evaluation",)),
-    # the faces: HTTP, the review page, command line, Ray, and the package itself
-    # (``nlu_engine.train``, ``load``)
-    ("server/cli", ("nlu_engine.server", "nlu_engine.review", "nlu_engine.cli", "nlu_engine.distributed",
-                    "nlu_engine.__main__", "nlu_engine")),
+    # the faces: HTTP and Ray (whose replicas serve the HTTP app)
+    ("server/distributed", ("nlu_engine.server", "nlu_engine.distributed")),
+    # the review page over the server's message log: only the command line sits above it
+    ("review", ("nlu_engine.review",)),
+    # the command line and the package itself (``nlu_engine.train``, ``load``)
+    ("cli", ("nlu_engine.cli", "nlu_engine.__main__", "nlu_engine")),
 ]
 #: the top-level entries of the package that are not stages' folders
 NOT_FOLDERS = frozenset({"nlu_engine", "nlu_engine.__main__"})
@@ -179,3 +181,18 @@ def test_the_check_sees_runtime_imports_only(source: str, expected: list[str]) -
     where = "nlu_engine/tokenizers/example.py"
     found = violations(source, "nlu_engine.tokenizers.example", where)
     assert [line.split(" imports ")[1].split(" (")[0] for line in found] == expected
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "allowed"),
+    [
+        ("nlu_engine.server.app", "from nlu_engine.review.app import create_app\n", False),
+        ("nlu_engine.distributed.serving", "from nlu_engine.review.grouping import normalise\n", False),
+        ("nlu_engine.review.app", "from nlu_engine.cli.main import main\n", False),
+        ("nlu_engine.review.app", "from nlu_engine.server.message_store import open_store\n", True),
+        ("nlu_engine.cli.review", "from nlu_engine.review.app import create_app\n", True),
+    ],
+)
+def test_the_review_page_has_only_the_command_line_above_it(module: str, source: str, allowed: bool) -> None:
+    where = module.replace(".", "/") + ".py"
+    assert (violations(source, module, where) == []) is allowed

@@ -48,6 +48,10 @@ def register(commands: Any) -> None:
     review.add_argument("--group-threshold", type=float, default=0.8, metavar="J",
                         help="token-set similarity (Jaccard) from which messages are one group "
                              "(default: 0.8; 1 groups only texts equal once normalised)")
+    review.add_argument("--fallback-threshold", type=float, default=0.3, metavar="T",
+                        help="Enter does not accept the model's intent of a message the fallback caught, "
+                             "nor of one whose confidence is below T (the model's FallbackClassifier "
+                             "threshold; default: 0.3, its default): the reviewer picks one")
     review.set_defaults(func=cmd_review)
     subcommands = review.add_subparsers(dest="review_command", metavar="REVIEW_COMMAND")
     compare = subcommands.add_parser(
@@ -88,6 +92,8 @@ def cmd_review(args: argparse.Namespace) -> int:
                        "nlu-engine review --db LOG.db --data data/")
     if not 0.0 < args.group_threshold <= 1.0:
         raise NLUError("--group-threshold must be in (0, 1], e.g. 0.8")
+    if not 0.0 <= args.fallback_threshold <= 1.0:
+        raise NLUError("--fallback-threshold must be in [0, 1], e.g. 0.3 (the model's fallback threshold)")
     token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     hosts = allowed_hosts(args.host, args.port, token)
     _imports()
@@ -96,7 +102,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     from nlu_engine.review.app import ReviewSettings, create_app
 
     settings = ReviewSettings(db=args.db, data=Path(args.data), model=args.model, token=token,
-                              hosts=hosts, threshold=args.group_threshold, test=tuple(args.test))
+                              hosts=hosts, threshold=args.group_threshold, test=tuple(args.test),
+                              fallback_threshold=args.fallback_threshold)
     app = create_app(settings)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     query = "/?token=" + token if token else "/"

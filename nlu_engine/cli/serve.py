@@ -52,6 +52,10 @@ def register(commands: Any) -> None:
     serve.add_argument("--body-timeout", type=float, default=30.0, metavar="SECONDS",
                        help="longest a request body may take to arrive; slower ones get 408 and "
                             "their connection closed (default: 30)")
+    serve.add_argument("--header-timeout", type=float, default=15.0, metavar="SECONDS",
+                       help="longest a request's headers may take to arrive (from the connection's "
+                            "start, or the previous response); slower ones get 408 and their "
+                            "connection closed (default: 15)")
     serve.add_argument("--max-batch", type=int, default=64,
                        help="most concurrent requests parsed as one batch (default: 64)")
     serve.add_argument("--batch-wait-ms", type=float, default=1.5,
@@ -106,6 +110,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         max_body=args.max_body_bytes,
         max_text_chars=args.max_text_chars,
         body_timeout=args.body_timeout,
+        header_timeout=args.header_timeout,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait_ms / 1000,
         tf_threads=args.tf_threads,

@@ -33,7 +33,13 @@ from starlette.routing import Route
 
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.review.decisions import LABELLED, Change, Conflict, ReviewStore, open_review
-from nlu_engine.review.inbox import build_inbox, carry_entities, clean_entities, message_view
+from nlu_engine.review.inbox import (
+    FALLBACK_THRESHOLD,
+    build_inbox,
+    carry_entities,
+    clean_entities,
+    message_view,
+)
 from nlu_engine.review.writeback import WriteResult, check_target, reviewed_path, write_reviewed
 
 OUT_OF_SCOPE = "out_of_scope"
@@ -70,6 +76,9 @@ class ReviewSettings:
     #: Host headers accepted (None: any, with a token)
     hosts: frozenset[str] | None = None
     threshold: float = 0.8
+    #: Enter never labels a message whose intent's confidence is below this (nor one the fallback
+    #: caught): the threshold of a message's model when its log has the fallback's entry
+    fallback_threshold: float = FALLBACK_THRESHOLD
     #: test data the Train button's comparison parses too
     test: tuple[str, ...] = ()
 
@@ -250,7 +259,8 @@ def _window(request: Request, default: int) -> tuple[int, int]:
 def inbox(request: Request) -> JSONResponse:
     review: Review = request.app.state.review
     offset, limit = _window(request, 50)
-    groups = build_inbox(review.store.messages(), review.store.decisions(), review.settings.threshold)
+    groups = build_inbox(review.store.messages(), review.store.decisions(), review.settings.threshold,
+                         review.settings.fallback_threshold)
     return JSONResponse({"total": len(groups), "messages": sum(len(g["messages"]) for g in groups),
                          "groups": groups[offset:offset + limit]})
 
@@ -263,7 +273,7 @@ def done(request: Request) -> JSONResponse:
     items = []
     for decision in labelled[offset:offset + limit]:
         row = rows.get(decision["message_id"]) or {"id": decision["message_id"], "text": decision["text"]}
-        view = message_view(row, decision)
+        view = message_view(row, decision, review.settings.fallback_threshold)
         items.append({**view, "decided": {"intent": decision["intent"], "reviewer": decision["reviewer"],
                                           "entities": decision["entities"] or []}})
     return JSONResponse({"total": len(labelled), "decisions": items})

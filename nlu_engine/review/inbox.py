@@ -1,5 +1,10 @@
 """The inbox: the logged messages not yet labelled, grouped and ranked, as the page shows them.
 
+A group's ``accept`` is the intent Enter labels it with, or None when a guess would be labelled:
+when the fallback caught one of its messages, or a message's intent is below the fallback
+threshold (the one its model logged with the fallback's entry, else the review's). Then the
+reviewer picks an intent (``guard`` says why).
+
 Every value here comes from the log, which holds what users typed: it is passed on as data (the
 page renders it as text) and checked for shape, never trusted. Entities whose offsets do not fit
 their text are dropped from the view.
@@ -13,6 +18,10 @@ from typing import Any
 from nlu_engine.review.decisions import LABELLED
 from nlu_engine.review.grouping import group_texts
 from nlu_engine.review.ranking import FALLBACK, group_priority
+
+#: the fallback threshold a message is held to when its model logged none (FallbackClassifier's
+#: default; ``nlu-engine review --fallback-threshold`` sets the review's)
+FALLBACK_THRESHOLD = 0.3
 
 #: intents of a message's logged ranking the page shows (keys 1-9 pick them)
 RANKING_SHOWN = 9
@@ -55,8 +64,29 @@ def ranking_of(row: dict[str, Any]) -> list[dict[str, Any]]:
     return shown[:RANKING_SHOWN]
 
 
-def message_view(row: dict[str, Any], decision: dict[str, Any] | None) -> dict[str, Any]:
+def acceptable(row: dict[str, Any], threshold: float = FALLBACK_THRESHOLD) -> tuple[str | None, str | None]:
+    """(the intent Enter may label ``row`` with, None) or (None, why it may not): not when the
+    fallback caught it, nor when its intent's confidence is below the fallback threshold (the
+    fallback entry's of its logged ranking, the threshold its model applied, else ``threshold``)."""
+    ranking = [e for e in row.get("intent_ranking") or () if isinstance(e, dict)]
+    logged = [e.get("confidence") for e in ranking if e.get("name") == FALLBACK]
+    if row.get("intent") == FALLBACK or logged:
+        return None, "the fallback caught this message"
+    intent, confidence = row.get("intent"), row.get("confidence")
+    if not (isinstance(intent, str) and intent.strip()):
+        return None, "the model gave this message no intent"
+    if not isinstance(confidence, int | float) or isinstance(confidence, bool):
+        return None, "the model logged no confidence for this message"
+    if confidence < threshold:
+        return None, (f"the model's intent {intent} ({confidence:.3f}) is below the fallback "
+                      f"threshold ({threshold:g})")
+    return intent, None
+
+
+def message_view(row: dict[str, Any], decision: dict[str, Any] | None,
+                 threshold: float = FALLBACK_THRESHOLD) -> dict[str, Any]:
     text = row["text"]
+    accept, guard = acceptable(row, threshold)
     return {
         "id": row["id"],
         "text": text,
@@ -67,20 +97,27 @@ def message_view(row: dict[str, Any], decision: dict[str, Any] | None) -> dict[s
         "ranking": ranking_of(row),
         "entities": clean_entities(text, row.get("entities")),
         "version": 0 if decision is None else int(decision["version"]),
+        "accept": accept,
+        "guard": guard,
     }
 
 
 def build_inbox(messages: Sequence[dict[str, Any]], decisions: dict[str, dict[str, Any]],
-                threshold: float = 0.8) -> list[dict[str, Any]]:
-    """The groups of messages not labelled yet, highest priority first."""
+                threshold: float = 0.8,
+                fallback_threshold: float = FALLBACK_THRESHOLD) -> list[dict[str, Any]]:
+    """The groups of messages not labelled yet, highest priority first. A group's ``accept``: its
+    first message's, unless any of its messages may not be accepted (``guard``: the first reason)."""
     pending = [row for row in messages
                if (decisions.get(row["id"]) or {}).get("status") != LABELLED and isinstance(row["text"], str)]
     groups = []
     for members in group_texts([row["text"] for row in pending], threshold):
         rows = [pending[i] for i in members]
         score, reasons = group_priority(rows)
+        views = [message_view(row, decisions.get(row["id"]), fallback_threshold) for row in rows]
+        guard = next((view["guard"] for view in views if view["guard"]), None)
         groups.append({"id": rows[0]["id"], "score": round(score, 4), "reasons": reasons,
-                       "messages": [message_view(row, decisions.get(row["id"])) for row in rows]})
+                       "accept": None if guard else views[0]["accept"], "guard": guard,
+                       "messages": views})
     groups.sort(key=lambda group: (-group["score"], group["id"]))
     return groups
 

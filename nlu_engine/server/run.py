@@ -24,6 +24,7 @@ import uvicorn
 
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.contract.threads import blas_thread_environment
+from nlu_engine.server.header_timeout import HEADER_TIMEOUT, HeaderTimeoutProtocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.server.message_log import LogSettings
@@ -33,12 +34,18 @@ logger = logging.getLogger("nlu_engine.server")
 
 
 class NoDelayConfig(uvicorn.Config):
-    """uvicorn's config, whose shared listening socket (``--workers``) has Nagle's algorithm off.
+    """uvicorn's config, whose shared listening socket (``--workers``) has Nagle's algorithm off,
+    and whose connections' request headers must complete within ``header_timeout`` seconds
+    (``--header-timeout``; :mod:`nlu_engine.server.header_timeout`).
 
     uvicorn binds that socket with protocol 0, so asyncio does not set TCP_NODELAY on accepted
     connections, and each response then waits for the client's delayed-ACK timer. Accepted
     sockets inherit the option from the listening socket on Linux.
     """
+
+    def __init__(self, app: Any, header_timeout: float = HEADER_TIMEOUT, **kwargs: Any) -> None:
+        super().__init__(app, http=HeaderTimeoutProtocol, **kwargs)
+        self.header_timeout = header_timeout
 
     def bind_socket(self) -> socket.socket:
         sock = super().bind_socket()
@@ -119,7 +126,8 @@ def check_archive(path: Path, allow_components: frozenset[str] = frozenset()) ->
 
 
 def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: int,
-                  batch_wait: float, port: int, body_timeout: float = 30.0) -> None:
+                  batch_wait: float, port: int, body_timeout: float = 30.0,
+                  header_timeout: float = HEADER_TIMEOUT) -> None:
     """One line for a serving limit out of range, before anything loads."""
     if workers < 1:
         raise NLUError("--workers must be at least 1")
@@ -129,6 +137,8 @@ def _check_limits(workers: int, max_body: int, max_text_chars: int, max_batch: i
         raise NLUError("--max-text-chars must be positive")
     if not body_timeout > 0:
         raise NLUError("--body-timeout must be a positive number of seconds")
+    if not 0 < header_timeout <= 3600:
+        raise NLUError("--header-timeout must be a positive number of seconds (at most 3600)")
     if max_batch < 1 or not 0 <= batch_wait <= 1:
         raise NLUError("--max-batch must be at least 1 and --batch-wait-ms between 0 and 1000")
     if not 0 <= port <= 65535:
@@ -146,6 +156,7 @@ def serve(
     max_body: int = 1_000_000,
     max_text_chars: int = 2_000,
     body_timeout: float = 30.0,
+    header_timeout: float = HEADER_TIMEOUT,
     max_batch: int = 64,
     batch_wait: float = 0.0015,
     tf_threads: int | None = None,
@@ -170,7 +181,8 @@ def serve(
 
     if runtime is not None:
         check_runtime(runtime, "--runtime")
-    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port, body_timeout)
+    _check_limits(workers, max_body, max_text_chars, max_batch, batch_wait, port, body_timeout,
+                  header_timeout)
     allowed = allowed_components(allow_components)
     set_tensorflow_threads(tf_threads)
     logging.config.dictConfig(log_config(log_level))
@@ -205,6 +217,7 @@ def serve(
         "log_config": log_config(log_level),
         "server_header": False,
         "timeout_graceful_shutdown": 10,
+        "header_timeout": header_timeout,
     }
     if workers == 1:
         loaded = load_model(archive, allowed, runtime) if archive is not None else None

@@ -42,3 +42,33 @@ def test_the_inbox_leaves_labelled_messages_out() -> None:
     after = build_inbox(rows, decided)
     assert rows[3]["id"] not in {m["id"] for g in after for m in g["messages"]}
     assert sum(len(g["messages"]) for g in after) == len(rows) - 1
+
+
+def test_enter_never_accepts_a_guess_of_the_fallback_or_below_its_threshold() -> None:
+    from nlu_engine.review.inbox import acceptable, build_inbox
+    from tests.review.conftest import row
+
+    caught = row("where is my parcel", "nlu_fallback", 0.3, [("nlu_fallback", 0.3), ("greet", 0.08)])
+    # a ranking holding the fallback's entry: caught, whatever the intent field says
+    entry_only = row("parcel?", "greet", 0.9, [("greet", 0.9), ("nlu_fallback", 0.95)])
+    low = row("hm", "greet", 0.08, [("greet", 0.08), ("book_flight", 0.05)])  # a model with no fallback
+    sure = row("hello there", "greet", 0.97, [("greet", 0.97)])
+    assert acceptable(caught) == (None, "the fallback caught this message")
+    assert acceptable(entry_only)[0] is None
+    assert acceptable(low) == (None, "the model's intent greet (0.080) is below the fallback threshold (0.3)")
+    assert acceptable(low, threshold=0.05) == ("greet", None)
+    assert acceptable(sure) == ("greet", None)
+    assert acceptable(sure, threshold=0.98)[0] is None
+    assert acceptable(row("x", None, 0.0, []))[0] is None
+
+    groups = {g["messages"][0]["text"]: g for g in build_inbox([caught, low, sure], {})}
+    assert groups["where is my parcel"]["accept"] is None
+    assert groups["where is my parcel"]["guard"] == "the fallback caught this message"
+    assert groups["hm"]["accept"] is None and groups["hello there"]["accept"] == "greet"
+    assert build_inbox([low], {}, fallback_threshold=0.05)[0]["accept"] == "greet"
+    # one guarded message guards its whole group (one decision labels all of it)
+    near = [row("where is my order", "check_order", 0.9, [("check_order", 0.9)], parsed_at=1),
+            row("where is my order ?", "nlu_fallback", 0.3, [("nlu_fallback", 0.3)], parsed_at=2)]
+    (group,) = build_inbox(near, {})
+    assert len(group["messages"]) == 2
+    assert group["accept"] is None and group["guard"] == "the fallback caught this message"

@@ -92,6 +92,39 @@ def test_one_keystroke_labels_a_group_then_a_message_and_undo_reopens_it(page: A
         assert len(labelled(project)) == 3
 
 
+def test_enter_does_not_label_a_fallback_or_a_guess_below_the_threshold(page: Any, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "nlu.yml").write_text(DATA, encoding="utf-8")
+    unsure = row("parcel status", "greet", 0.2, [("greet", 0.2), ("book_flight", 0.1)], parsed_at=2)
+    rows = [row("where is my parcel", "nlu_fallback", 0.3, [("nlu_fallback", 0.3), ("greet", 0.08)],
+                parsed_at=1), unsure]
+    project = {"data": data, "db": make_log(tmp_path / "log.db", rows)}
+    with served(settings(project)) as url:
+        open_page(page, url)
+        assert page.text_content("#text") == "where is my parcel"
+        assert "the fallback caught this message: Enter does not accept it. Pick its intent with a number, " \
+               "o (out of scope) or n" in page.text_content("#guard")
+        assert page.is_visible("#guard") and page.is_disabled("#accept")
+        for key in ("Enter", "a"):
+            press(page, key, "Enter does not accept it")
+            assert page.get_attribute("#status", "class") == "error"
+        assert labelled(project) == {}
+        press(page, "1", "1 labelled greet")  # a number does
+        # no fallback, but the intent is below the fallback threshold (0.3 by default)
+        assert page.text_content("#text") == "parcel status"
+        press(page, "Enter", "(0.200) is below the fallback threshold (0.3): Enter does not accept it")
+        press(page, "o", "1 labelled out_of_scope")
+        assert labelled(project) == {"where is my parcel": "greet", "parcel status": "out_of_scope"}
+    # under a lower threshold, the same intent is the model's answer: Enter accepts it
+    project = {"data": data, "db": make_log(tmp_path / "other.db", [unsure])}
+    with served(settings(project, fallback_threshold=0.1)) as url:
+        open_page(page, url)
+        assert page.is_hidden("#guard") and page.is_enabled("#accept")
+        press(page, "Enter", "1 labelled greet")
+        assert labelled(project) == {"parcel status": "greet"}
+
+
 def test_entity_span_by_selection_and_a_new_intent(page: Any, project: dict) -> None:
     with served(settings(project)) as url:
         open_page(page, url)

@@ -16,15 +16,12 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-
-from starlette.testclient import TestClient
-
 from nlu_engine.assembly.model import train
-from nlu_engine.server.app import create_app
 from tests.extras import requires_extra
 from tests.hostile_texts import HOSTILE_TEXTS
+from tests.server.asgi import app_client
+
+pytestmark = requires_extra("server")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 LOGREG = PROJECT_ROOT / "nlu_engine" / "pipelines" / "logreg.yml"
@@ -77,8 +74,7 @@ def canary_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path
 def test_put_model_does_not_import_a_module_from_the_working_directory(
     models: Path, canary_dir: Path
 ) -> None:
-    app = create_app(models / "good.tar.gz", models)
-    with TestClient(app) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         response = client.put("/model", json={"model_file": "evil.tar.gz"})
         assert response.status_code == 400
         message = response.json()["message"]
@@ -95,10 +91,10 @@ def test_put_model_loads_a_custom_component_the_server_allows(
     models: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(PROJECT_ROOT)
-    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         refused = client.put("/model", json={"model_file": "custom.tar.gz"})
         assert refused.status_code == 400 and f"--allow-component {SENTIMENT}" in refused.json()["message"]
-    with TestClient(create_app(models / "good.tar.gz", models, allow_components=[SENTIMENT])) as client:
+    with app_client(models / "good.tar.gz", models, allow_components=[SENTIMENT]) as client:
         assert client.put("/model", json={"model_file": "custom.tar.gz"}).status_code == 204
         result = client.post("/model/parse", json={"text": "the crew was superb"}).json()
         assert result["text"] == "the crew was superb"
@@ -106,14 +102,14 @@ def test_put_model_loads_a_custom_component_the_server_allows(
 
 
 def test_serve_runtime_is_every_loaded_models_and_status_says_it(models: Path) -> None:
-    with TestClient(create_app(models / "good.tar.gz", models, runtime="int8")) as client:
+    with app_client(models / "good.tar.gz", models, runtime="int8") as client:
         assert client.get("/status").json()["runtime"] == "int8"
         assert client.put("/model", json={"model_file": "good.tar.gz"}).status_code == 204
         assert client.get("/status").json()["runtime"] == "int8"
 
 
 def test_startup_with_a_refused_archive_runs_without_a_model(models: Path, canary_dir: Path) -> None:
-    with TestClient(create_app(models / "evil.tar.gz", models)) as client:
+    with app_client(models / "evil.tar.gz", models) as client:
         assert client.get("/health").status_code == 503
         assert client.post("/model/parse", json={"text": "hi"}).status_code == 503
         assert client.put("/model", json={"model_file": "good.tar.gz"}).status_code == 204
@@ -135,7 +131,7 @@ def test_workers_get_the_allow_list(models: Path, monkeypatch: pytest.MonkeyPatc
      ("POST", "/openapi.json", "GET, HEAD")],
 )
 def test_405_lists_the_allowed_methods(models: Path, method: str, path: str, allow: str) -> None:
-    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         response = client.request(method, path)
     assert response.status_code == 405
     assert response.headers["allow"] == allow
@@ -144,8 +140,7 @@ def test_405_lists_the_allowed_methods(models: Path, method: str, path: str, all
 
 
 def test_405_comes_before_authentication(models: Path) -> None:
-    app = create_app(models / "good.tar.gz", models, auth_token="t")
-    with TestClient(app) as client:
+    with app_client(models / "good.tar.gz", models, auth_token="t") as client:
         response = client.get("/model/parse")
     assert response.status_code == 405 and response.headers["allow"] == "POST"
 
@@ -192,7 +187,7 @@ def test_text_that_breaks_tokenizers_parses_with_exact_offsets(crf_models: list[
     texts = [t for t in HOSTILE_TEXTS if "\ud800" not in t] + MIXED_MESSAGES
     found = 0
     for archive in crf_models:
-        with TestClient(create_app(archive)) as client:
+        with app_client(archive) as client:
             batch = client.post("/model/parse/batch", json={"texts": texts})
             assert batch.status_code == 200
             for text, result in zip(texts, batch.json(), strict=True):

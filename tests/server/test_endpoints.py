@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 
-aiohttp = pytest.importorskip("aiohttp")
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.server.process import ServerProcess
+from tests.extras import requires_extra
 
-from nlu_engine.assembly.model import Model, train  # noqa: E402
-from nlu_engine.server.process import ServerProcess  # noqa: E402
+# aiohttp: the client Rasa's interpreter uses (the dev extra's, as the other test-only clients)
+pytestmark = [requires_extra("server"), requires_extra("dev", "aiohttp")]
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "rasa-nlu-token"
@@ -31,6 +30,8 @@ RASA_DEFAULT = {"intent": {"name": "", "confidence": 0.0}, "entities": [], "text
 
 async def rasa_http_parse(url: str, token: str | None, text: str, message_id: str) -> dict[str, Any]:
     """``RasaNLUHttpInterpreter.parse`` of Rasa 3.6 (rasa/core/http_interpreter.py)."""
+    import aiohttp  # outside the try: a missing aiohttp is no fallback
+
     params = {"token": token, "text": text, "message_id": message_id}
     url = url + "model/parse" if url.endswith("/") else url + "/model/parse"
     try:
@@ -90,6 +91,8 @@ def test_rasas_request_with_the_token_in_the_body(token_server: ServerProcess, c
 
 
 def test_the_body_token_is_one_of_three_ways(token_server: ServerProcess) -> None:
+    import httpx
+
     with httpx.Client(base_url=token_server.url, trust_env=False, timeout=30) as http:
         ok = [
             http.post("/model/parse", json={"text": "hi", "token": TOKEN}),
@@ -117,6 +120,8 @@ def test_the_body_token_is_one_of_three_ways(token_server: ServerProcess) -> Non
 
 
 def test_every_failure_is_a_status_rasa_treats_as_one(open_server: ServerProcess) -> None:
+    import httpx
+
     with httpx.Client(base_url=open_server.url, trust_env=False, timeout=30) as http:
         failures = [
             http.post("/model/parse", json={"token": None, "message_id": "x"}),  # no text

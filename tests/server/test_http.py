@@ -16,14 +16,15 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-
 from nlu_engine.assembly.model import train
 from nlu_engine.server.process import LOOPBACK, ServerProcess
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("server")
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 100_000
+HEADER_TIMEOUT = 2
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, tiny_data_path: Path) -> It
     archive = train(ROOT / "nlu_engine" / "pipelines" / "logreg.yml", tiny_data_path, out=out,
                     fixed_model_name="tiny", log=None)
     args = ["-m", str(archive), "--max-body-bytes", str(LIMIT), "--body-timeout", "1",
-            "--auth-token", "t0ken"]
+            "--header-timeout", str(HEADER_TIMEOUT), "--auth-token", "t0ken"]
     with ServerProcess(args) as running:
         yield running
 
@@ -138,6 +139,39 @@ def test_a_slow_body_times_out_while_others_are_served(server: ServerProcess) ->
         assert "took longer than 1 s" in body["message"]
 
 
+def test_headers_sent_a_byte_at_a_time_time_out_while_others_are_served(server: ServerProcess) -> None:
+    request = head("/model/parse?token=t0ken", "15") + b'{"text": "hi"}\n'
+    with connect(server) as slow, connect(server) as other:
+        started = time.monotonic()
+        answer = b""
+        for byte in request[:-30]:  # bounded: far more time than the bound allows, never the end
+            try:
+                slow.sendall(bytes([byte]))
+                slow.settimeout(0.1)
+                answer = slow.recv(65536)  # nothing until the server gives up
+                break
+            except TimeoutError:
+                continue
+            except OSError:  # the server closed it between two bytes
+                break
+            finally:
+                if time.monotonic() - started < HEADER_TIMEOUT - 0.5:  # the others are served meanwhile
+                    other.sendall(request)
+                    assert read_response(other)[0] == 200
+        elapsed = time.monotonic() - started
+        slow.settimeout(5)
+        with contextlib.suppress(ConnectionResetError):
+            while chunk := slow.recv(65536):
+                answer += chunk
+        assert HEADER_TIMEOUT - 0.5 < elapsed < HEADER_TIMEOUT + 3, elapsed
+        status_line, _, body = answer.partition(b"\r\n\r\n")
+        assert status_line.startswith(b"HTTP/1.1 408 ") and b"connection: close" in status_line
+        assert json.loads(body)["code"] == 408 and b"--header-timeout" in body
+        # the whole answer was read up to the close: the server closed the connection
+        other.sendall(request)
+        assert read_response(other)[0] == 200  # a connection of the normal client, kept alive
+
+
 def test_an_unauthenticated_body_is_not_read_either(server: ServerProcess) -> None:
     with connect(server) as sock:
         sock.sendall(head("/model", "1000000000").replace(b"POST", b"PUT") + b"{")
@@ -145,3 +179,13 @@ def test_an_unauthenticated_body_is_not_read_either(server: ServerProcess) -> No
         assert status == 401 and headers["connection"] == "close"
         assert send_until_closed(sock, 50_000_000) < 50_000_000
 
+
+
+@pytest.mark.parametrize("seconds", [0, -1, float("nan"), 7200])
+def test_a_header_timeout_out_of_range_is_refused_in_one_line(seconds: float) -> None:
+    from nlu_engine.contract.errors import NLUError
+    from nlu_engine.server.run import serve
+
+    with pytest.raises(NLUError, match=r"^--header-timeout must be a positive number of seconds") as error:
+        serve(model="no-such-folder", header_timeout=seconds)
+    assert "\n" not in str(error.value)

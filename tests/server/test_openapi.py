@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-
-from starlette.testclient import TestClient
-
 from nlu_engine.assembly.model import train
-from nlu_engine.server.app import create_app
 from nlu_engine.server.openapi import openapi_document
+from tests.extras import requires_extra
+from tests.server.asgi import app_client
+
+pytestmark = requires_extra("server")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 OPEN = ["/", "/version", "/health", "/openapi.json"]
@@ -47,15 +45,14 @@ def schema_accepts_model_file(name: str) -> bool:
      ("../good.tar.gz", 400), ("/\x06.tar.gz", 400), ("sub/../../good.tar.gz", 400)],
 )
 def test_model_file_schema_matches_the_server(models: Path, name: str, status: int) -> None:
-    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         response = client.put("/model", json={"model_file": name})
     assert response.status_code == status, response.text
     assert schema_accepts_model_file(name) == (status != 400)
 
 
 def test_text_and_batch_limits_are_the_servers(models: Path) -> None:
-    app = create_app(models / "good.tar.gz", models, max_text_chars=10, max_batch_texts=3)
-    with TestClient(app) as client:
+    with app_client(models / "good.tar.gz", models, max_text_chars=10, max_batch_texts=3) as client:
         doc = client.get("/openapi.json").json()
         assert client.post("/model/parse", json={"text": "x" * 10}).status_code == 200
         assert client.post("/model/parse", json={"text": "x" * 11}).status_code == 413
@@ -74,7 +71,7 @@ def test_open_endpoints_are_the_documented_ones(models: Path) -> None:
     documented_open = sorted(path for path, item in doc["paths"].items()
                              if not any("security" in operation for operation in item.values()))
     assert documented_open == sorted(OPEN)
-    with TestClient(create_app(models / "good.tar.gz", models, auth_token="t0ken")) as client:
+    with app_client(models / "good.tar.gz", models, auth_token="t0ken") as client:
         for path in OPEN:
             assert client.get(path).status_code == 200, path
         for path, item in doc["paths"].items():
@@ -112,7 +109,7 @@ def test_delete_model_is_documented() -> None:
      ("1e400", 400), ("nan", 400), (-10**12, 400), ("soon", 400), (True, 400), ([1], 400)],
 )
 def test_time_range_is_the_documented_one(models: Path, time: object, status: int) -> None:
-    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         response = client.post("/model/parse", json={"text": "hi", "time": time})
     assert response.status_code == status, response.text
     if status == 400:
@@ -123,6 +120,6 @@ def test_time_range_is_the_documented_one(models: Path, time: object, status: in
 def test_emulation_mode_schema_matches_the_server(models: Path, mode: str, status: int) -> None:
     parameter = openapi_document()["paths"]["/model/parse"]["post"]["parameters"][0]
     assert (re.search(parameter["schema"]["pattern"], mode) is not None) == (status == 200)
-    with TestClient(create_app(models / "good.tar.gz", models)) as client:
+    with app_client(models / "good.tar.gz", models) as client:
         response = client.post("/model/parse", params={"emulation_mode": mode}, json={"text": "hi"})
     assert response.status_code == status, response.text

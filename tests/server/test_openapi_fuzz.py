@@ -14,27 +14,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
 
-pytest.importorskip("starlette")
-schemathesis = pytest.importorskip("schemathesis")
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.server.auth import encode_jwt
+from nlu_engine.server.openapi import openapi_document
+from tests.extras import requires_extra
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from schemathesis.generation.modes import GenerationMode  # noqa: E402
-
-from nlu_engine.assembly.model import Model, train  # noqa: E402
-from nlu_engine.server.app import create_app  # noqa: E402
-from nlu_engine.server.auth import encode_jwt  # noqa: E402
-from nlu_engine.server.openapi import openapi_document  # noqa: E402
+pytestmark = [requires_extra("server"), requires_extra("dev", "schemathesis")]
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("NLU_ENGINE_FUZZ_HTTP_EXAMPLES", "12"))
 TOKEN = "t0ken-fuzz"
 JWT_SECRET = "jwt-fuzz-secret"
-# invalid requests only where there is something to get wrong (parameters or a body)
+# invalid requests only where there is something to get wrong (parameters or a body); the modes
+# are schemathesis' GenerationMode values, named here so that collection imports no schemathesis
 CASES = [(path, method.upper(), mode) for path, item in openapi_document()["paths"].items()
          for method, operation in item.items()
-         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-         if mode == GenerationMode.POSITIVE or {"parameters", "requestBody"} & set(operation)]
+         for mode in ("positive", "negative")
+         if mode == "positive" or {"parameters", "requestBody"} & set(operation)]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +46,10 @@ def model(tmp_path_factory: pytest.TempPathFactory, tiny_data_path: Path) -> Mod
 @pytest.fixture  # schemathesis' pytest plugin ends an app's lifespan after each test
 def served(model: Model) -> Iterator[dict[str, tuple[Any, Any, dict[str, str]]]]:
     """Per auth mode: the app, its loaded schema and the credentials to send."""
+    import schemathesis
+
+    from nlu_engine.server.app import create_app
+
     apps = {
         "token": (create_app(model=model, auth_token=TOKEN, max_text_chars=200, max_batch_texts=8),
                   {"Authorization": f"Bearer {TOKEN}"}),
@@ -70,14 +72,16 @@ def served(model: Model) -> Iterator[dict[str, tuple[Any, Any, dict[str, str]]]]
 @pytest.mark.parametrize("auth", ["token", "jwt"])
 @pytest.mark.parametrize(("path", "method", "generation"), CASES)
 def test_every_answer_is_documented(served: dict[str, Any], model: Model, path: str, method: str,
-                                    auth: str, generation: GenerationMode) -> None:
+                                    auth: str, generation: str) -> None:
+    from schemathesis.generation.modes import GenerationMode
+
     app, schema, headers = served[auth]
     operation = schema[path][method]
     sent = []
 
     @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
               suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate])
-    @given(operation.as_strategy(generation_mode=generation))
+    @given(operation.as_strategy(generation_mode=GenerationMode(generation)))
     def run(case: Any) -> None:
         app.state.nlu.model = model  # a DELETE /model case unloads it
         sent.append(case.call_and_validate(headers=headers).status_code)

@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+from nlu_engine import __version__
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.server.auth import Authenticator, decode_jwt, encode_jwt
+from nlu_engine.server.batching import MicroBatcher, NoModelError
+from nlu_engine.server.process import ServerProcess
+from tests.extras import requires_extra
 
-from nlu_engine import __version__  # noqa: E402
-from nlu_engine.assembly.model import Model, train  # noqa: E402
-from nlu_engine.server.auth import Authenticator, decode_jwt, encode_jwt  # noqa: E402
-from nlu_engine.server.batching import MicroBatcher, NoModelError  # noqa: E402
-from nlu_engine.server.process import ServerProcess  # noqa: E402
+pytestmark = requires_extra("server")
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINES = ROOT / "nlu_engine" / "pipelines"
@@ -76,9 +75,16 @@ def server(archives: dict[str, Path]) -> Any:
         yield running
 
 
+def http_client(url: str, timeout: float = 30) -> Any:
+    """An ``httpx.Client`` on ``url`` (the server extra's; imported here, not at collection)."""
+    import httpx
+
+    return httpx.Client(base_url=url, timeout=timeout, trust_env=False)
+
+
 @pytest.fixture(scope="module")
 def client(server: ServerProcess) -> Any:
-    with httpx.Client(base_url=server.url, timeout=30, trust_env=False) as http:
+    with http_client(server.url) as http:
         yield http
 
 
@@ -267,7 +273,9 @@ def test_concurrent_load_has_no_errors(server: ServerProcess, model_a: Model) ->
     deadline = time.monotonic() + 60
 
     def worker(offset: int) -> None:
-        with httpx.Client(base_url=server.url, timeout=30, trust_env=False) as http:
+        import httpx
+
+        with http_client(server.url) as http:
             for i in range(per_client):
                 if time.monotonic() > deadline:
                     failures.append("deadline")
@@ -290,14 +298,15 @@ def test_concurrent_load_has_no_errors(server: ServerProcess, model_a: Model) ->
         thread.join(90)
     assert failures == []
     assert done[0] == clients * per_client
-    batching = httpx.get(server.url + "/status", trust_env=False).json()["batching"]
+    with http_client(server.url) as http:
+        batching = http.get("/status").json()["batching"]
     assert batching["requests"] >= clients * per_client
     assert 1 <= batching["largest_batch"] <= 64
 
 
 # --- auth -------------------------------------------------------------------------------------------
 def test_auth_open_endpoints(auth_server: ServerProcess) -> None:
-    with httpx.Client(base_url=auth_server.url, trust_env=False, timeout=30) as http:
+    with http_client(auth_server.url) as http:
         for path in ("/", "/version", "/health", "/openapi.json"):
             assert http.get(path).status_code == 200, path
 
@@ -307,7 +316,7 @@ def test_auth_required_endpoints(auth_server: ServerProcess) -> None:
     good_jwt = encode_jwt({"user": {"username": "bot", "role": "admin"}, "exp": now + 600}, JWT_SECRET)
     expired = encode_jwt({"user": {"username": "bot"}, "exp": now - 10}, JWT_SECRET)
     wrong_key = encode_jwt({"user": {"username": "bot"}}, "another-secret")
-    with httpx.Client(base_url=auth_server.url, trust_env=False, timeout=30) as http:
+    with http_client(auth_server.url) as http:
         protected = [
             ("GET", "/status", None),
             ("POST", "/model/parse", {"text": "hi"}),
@@ -362,9 +371,7 @@ def test_no_model_then_reload_while_serving(archives: dict[str, Path], tmp_path:
     models = tmp_path / "models"
     models.mkdir()
     (tmp_path / "outside.tar.gz").write_bytes(archives["a"].read_bytes())
-    with ServerProcess(["-m", str(models)], ready_path="/version") as server, httpx.Client(
-        base_url=server.url, trust_env=False, timeout=30
-    ) as http:
+    with ServerProcess(["-m", str(models)], ready_path="/version") as server, http_client(server.url) as http:
         # started without a model: 503 until PUT /model
         assert_error(http.post("/model/parse", json={"text": "hi"}), 503)
         assert_error(http.post("/model/parse/batch", json=["hi"]), 503)
@@ -400,7 +407,7 @@ def test_no_model_then_reload_while_serving(archives: dict[str, Path], tmp_path:
         stop = threading.Event()
 
         def hammer() -> None:
-            with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as own:
+            with http_client(server.url) as own:
                 for _ in range(2000):  # bounded; normally stopped by the event much earlier
                     if stop.is_set():
                         return
@@ -451,7 +458,7 @@ def children(pid: int) -> set[int]:
 
 def test_several_workers(archives: dict[str, Path], model_a: Model) -> None:
     with ServerProcess(["-m", str(archives["a"]), "--workers", "2"], ready_path="/status") as server, \
-            httpx.Client(base_url=server.url, trust_env=False, timeout=30) as http:
+            http_client(server.url) as http:
         for text in TEXTS[:3]:
             assert http.post("/model/parse", json={"text": text}).json() == model_a.parse(text)
         assert_error(http.delete("/model"), 409)
@@ -508,7 +515,7 @@ def test_diet_model_through_the_server(tmp_path_factory: pytest.TempPathFactory)
                     overrides=["DIETClassifier.epochs=1", "ResponseSelector.epochs=1"], log=None)
     model = Model.load(archive)
     with ServerProcess(["-m", str(archive)], ready_path="/status", timeout=120) as server, \
-            httpx.Client(base_url=server.url, trust_env=False, timeout=60) as http:
+            http_client(server.url, timeout=60) as http:
         assert "DIETClassifier" in http.get("/status").json()["pipeline"]
         for text in TEXTS[:4]:
             served = http.post("/model/parse", json={"text": text}).json()

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.cli.remote import RemoteParser
 from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.process import ServerProcess, free_port
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("server")
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "shell-token"

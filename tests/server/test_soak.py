@@ -4,12 +4,10 @@ no worker restarted. The 10-minute run and its memory figures are in BENCHMARKS.
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-
 from benchmarks.perf.soak import run
+from tests.extras import requires_extra
+
+pytestmark = requires_extra("server")
 
 
 def test_a_short_soak_has_no_unexpected_errors() -> None:

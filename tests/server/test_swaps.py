@@ -6,15 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import pytest
-
-httpx = pytest.importorskip("httpx")
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-
-from nlu_engine.assembly.model import train  # noqa: E402
-from nlu_engine.server.process import ServerProcess  # noqa: E402
-from nlu_engine.server.swaps import announce, announced  # noqa: E402
+from nlu_engine.assembly.model import train
+from nlu_engine.server.process import ServerProcess
+from nlu_engine.server.swaps import announce, announced
+from tests.extras import requires_extra
 
 ROOT = Path(__file__).resolve().parents[2]
 WORD_ONLY = {"language": "en", "pipeline": [{"name": "WhitespaceTokenizer"},
@@ -33,7 +28,10 @@ def test_the_swap_file_names_the_newest_archive(tmp_path: Path) -> None:
     assert announced(swap) is None
 
 
+@requires_extra("server")
 def test_a_swap_reaches_every_worker(tmp_path: Path, tiny_data_path: Path) -> None:
+    import httpx
+
     train(ROOT / "nlu_engine" / "pipelines" / "logreg.yml", tiny_data_path, out=tmp_path,
           fixed_model_name="a", log=None)
     train(WORD_ONLY, tiny_data_path, out=tmp_path, fixed_model_name="b", log=None)

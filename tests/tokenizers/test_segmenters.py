@@ -138,7 +138,8 @@ def test_an_annotation_inside_a_word_teaches_where_to_cut_it(name: str, tmp_path
 
 @requires_extra("ja")
 def test_sudachi_split_mode_a_gives_the_shortest_units() -> None:
-    assert [w for w, _, _ in tokens(tokenizer("SudachiTokenizer", split_mode="A"), "東京駅")] == ["東京", "駅"]
+    shortest = tokenizer("SudachiTokenizer", split_mode="A")
+    assert [w for w, _, _ in tokens(shortest, "東京駅")] == ["東京", "駅"]
     with pytest.raises(ConfigError, match="split_mode"):
         component_class("SudachiTokenizer")(split_mode="D")
 

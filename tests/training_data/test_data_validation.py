@@ -323,7 +323,7 @@ def test_data_in_a_script_its_language_is_not_written_in_is_one_warning():
 
 def test_data_in_its_language_s_script_or_saying_too_little_is_not_warned_about():
     assert script_warnings(JAPANESE, "ja") == []
-    assert script_warnings(JAPANESE + ["iPhone 15 Proの値段を調べて"], "ja-JP") == []
+    assert script_warnings([*JAPANESE, "iPhone 15 Proの値段を調べて"], "ja-JP") == []
     assert script_warnings(ENGLISH, "en") == []
     assert script_warnings(JAPANESE, "xx") == []
     assert script_warnings(["hi", "こんにちは"], "en") == []  # too few letters to tell

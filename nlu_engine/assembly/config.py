@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from nlu_engine.assembly.registry import component_class
+from nlu_engine.assembly.registry import component_class, registered_name
 from nlu_engine.contract.component import (
     DENSE_FEATURES,
     FEATURES,
@@ -32,6 +32,7 @@ from nlu_engine.contract.component import (
     config_fields,
 )
 from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
+from nlu_engine.contract.languages import check_language, language_of
 from nlu_engine.nn.onnx_runtime import check_runtime
 from nlu_engine.training_data.yaml_limits import safe_load
 
@@ -104,9 +105,7 @@ def load_config(
     for key in IGNORED_KEYS:
         if key in raw:
             notices.append(f"{where}: '{key}' is accepted and ignored (NLU only)")
-    language = raw.get("language") or "en"
-    if not isinstance(language, str):
-        raise ConfigError(f"{where}: 'language' must be a language code such as 'en'")
+    language = check_language(raw.get("language") or "en", where)
     runtime = None if raw.get("runtime") is None else check_runtime(raw["runtime"], f"{where}: runtime")
     pipeline = raw.get("pipeline")
     if not pipeline:
@@ -118,6 +117,7 @@ def load_config(
         notices.append(f"{where}: no pipeline given; using {why}, {fallback.name}")
         default = load_config(fallback, overrides)
         default.language = language
+        resolve_tokenizer(default.steps, language, where, notices)
         default.runtime = runtime or default.runtime
         # the shipped file's own `recipe` is not the user's to hear about
         default.notices = notices + [n for n in default.notices if "is accepted and ignored" not in n]
@@ -127,6 +127,7 @@ def load_config(
     entries = [dict(item) if isinstance(item, dict) else item for item in pipeline]
     _apply_overrides(entries, overrides or [], where)
     steps = [_build_step(item, i, where, notices) for i, item in enumerate(entries)]
+    resolve_tokenizer(steps, language, where, notices)
     check_order(steps, where)
     return PipelineConfig(language=language, steps=steps, source=where, notices=notices, runtime=runtime)
 
@@ -214,6 +215,44 @@ def _build_step(item: Any, index: int, where: str, notices: list[str]) -> Compon
     config = make_config(cls, params, place)
     notices.extend(f"{place}: {notice}" for notice in config.notices())
     return ComponentSpec(name=name, cls=cls, config=config)
+
+
+def resolve_tokenizer(steps: list[ComponentSpec], language: str, where: str, notices: list[str]) -> None:
+    """Put the tokenizer ``language`` needs (``contract.languages.LANGUAGES``) in the place of each
+    WhitespaceTokenizer step, with the same common tokenizer parameters, and say so in a notice.
+
+    A step with ``language_tokenizer: false`` is kept, and so is any other tokenizer the config
+    names. The tokenizer's package missing is a one-line error naming the extra to install. This
+    runs at config validation only: a model archive's pipeline is never resolved again.
+    """
+    row = language_of(language)
+    for i, step in enumerate(steps):
+        if registered_name(step.name) != "WhitespaceTokenizer":
+            continue
+        if not getattr(step.config, "language_tokenizer", True):
+            continue
+        place = f"{where}: {step.name} (step {i + 1})"
+        keep = "set language_tokenizer: false on WhitespaceTokenizer to keep it"
+        if row.tokenizer is None:
+            if row.unspaced:
+                notices.append(
+                    f"{place}: {row.name} does not separate words by spaces and no tokenizer for "
+                    "it is built in; words are split at spaces only, so an entity must be a whole "
+                    "space-separated run of text"
+                )
+            continue
+        cls = component_class(row.tokenizer)
+        try:
+            getattr(cls, "check_packages", lambda: None)()
+        except ConfigError as error:
+            raise ConfigError(
+                f"{place}: language '{language}' ({row.name}) is split into words by "
+                f"{row.tokenizer}; {error} (or {keep})"
+            ) from None
+        common = {k: v for k, v in step.params.items() if k in config_fields(cls.Config)}
+        steps[i] = ComponentSpec(name=row.tokenizer, cls=cls, config=make_config(cls, common, place))
+        notices.append(f"{place}: language '{language}' ({row.name}): {row.tokenizer} splits the "
+                       f"words in place of WhitespaceTokenizer ({keep})")
 
 
 def make_config(cls: type[Component], params: dict[str, Any], where: str) -> ComponentConfig:

@@ -27,6 +27,9 @@ COMPONENTS: dict[str, str] = {
     "WhitespaceTokenizer": "nlu_engine.tokenizers.whitespace:WhitespaceTokenizer",
     "SpacyTokenizer": "nlu_engine.tokenizers.spacy_tokenizer:SpacyTokenizer",
     "JiebaTokenizer": "nlu_engine.tokenizers.jieba:JiebaTokenizer",
+    "SudachiTokenizer": "nlu_engine.tokenizers.sudachi:SudachiTokenizer",
+    "KiwiTokenizer": "nlu_engine.tokenizers.kiwi:KiwiTokenizer",
+    "PyThaiNLPTokenizer": "nlu_engine.tokenizers.pythainlp:PyThaiNLPTokenizer",
     # sparse featurizers
     "CountVectorsFeaturizer": "nlu_engine.featurizers.sparse.count_vectors:CountVectorsFeaturizer",
     "LexicalSyntacticFeaturizer": (

@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MODELS = "models"
 DEFAULT_DOMAIN = "domain.yml"  # Rasa's default, in the working folder
+DEFAULT_CONFIG = "config.yml"  # Rasa's default, in the working folder
 EXTRA_COMMANDS = (
     "nlu_engine.cli.evaluate",  # nlu-engine test
     "nlu_engine.cli.serve",  # nlu-engine serve / run
@@ -91,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("-d", "--domain", default=None,
                           help="Rasa domain to check the data against "
                                f"(default: {DEFAULT_DOMAIN} when it exists)")
+    validate.add_argument("-c", "--config", default=None,
+                          help="config whose language: and tokenizer the data is checked against "
+                               f"(default: {DEFAULT_CONFIG} when it exists, else English with "
+                               "WhitespaceTokenizer)")
     validate.add_argument("--fail-on-warnings", action="store_true")
     validate.set_defaults(func=cmd_data_validate)
     convert = data_commands.add_parser("convert", help="convert between YAML, Markdown and JSON")
@@ -227,9 +232,32 @@ def cmd_shell(args: argparse.Namespace) -> int:
         print(json.dumps(result, ensure_ascii=False, indent=2) if show_json else format_parse(result))
 
 
+def validation_tokenizer(config_path: str | None, data: Any) -> tuple[str | None, Any]:
+    """The config's language and the tokenizer it resolves to, trained on ``data`` (a
+    segmenter learns the word splits the annotations teach); without a config, or with a
+    tokenizer that needs another component first (SpacyTokenizer), WhitespaceTokenizer."""
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.contract.component import TOKENS
+    from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
+
+    if config_path is None and Path(DEFAULT_CONFIG).is_file():
+        config_path = DEFAULT_CONFIG
+    if config_path is None:
+        return None, WhitespaceTokenizer()
+    config = load_config(config_path)
+    for notice in config.notices:
+        print(f"notice: {notice}", file=sys.stderr)
+    step = next((s for s in config.steps if TOKENS in s.cls.provides), None)
+    if step is None or step.cls.requires:
+        return config.language, WhitespaceTokenizer()
+    tokenizer = step.cls(step.config)
+    tokenizer.language = config.language
+    tokenizer.train(data)
+    return config.language, tokenizer
+
+
 def cmd_data_validate(args: argparse.Namespace) -> int:
     from nlu_engine.contract.message import TEXT, Message
-    from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
     from nlu_engine.training_data.project import read_project
     from nlu_engine.training_data.validation import domain_warnings, validate
 
@@ -238,9 +266,9 @@ def cmd_data_validate(args: argparse.Namespace) -> int:
         logger.warning(f"skipped {entry}")
     if project.notice():
         print(f"notice: {project.notice()}", file=sys.stderr)
-    tokenizer = WhitespaceTokenizer()
+    language, tokenizer = validation_tokenizer(args.config, project.data)
     report = validate(project.data, tokenize=lambda text: tokenizer.tokenize(Message(text=text), TEXT),
-                      duplicates=project.duplicates, domain=project.domain)
+                      duplicates=project.duplicates, domain=project.domain, language=language)
     if project.domain is not None:
         report.warnings.extend(domain_warnings(project.data, project.domain, project.story_intents))
     print(report.format())

@@ -27,20 +27,18 @@ import hashlib
 import json
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from nlu_engine.contract.errors import ArchiveError, ConfigError
-from nlu_engine.contract.message import Message, Token
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.tokenizers.base import BaseTokenizer
-from nlu_engine.training_data.alignment import apply_word_splits, learn_word_splits
+from nlu_engine.tokenizers.segmenter import SegmentingTokenizer
 
 logger = logging.getLogger(__name__)
 
 DICTIONARIES_FILE = "user_dictionaries.json"
-SPLITS_FILE = "word_splits.json"
 
 _SHARED: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -87,15 +85,15 @@ def read_dictionaries(folder: str) -> list[tuple[str, str]]:
     return dictionaries
 
 
-class JiebaTokenizer(BaseTokenizer):
+class JiebaTokenizer(SegmentingTokenizer):
     """Segments Chinese with jieba (and its user dictionaries from ``dictionary_path``)."""
 
-    learns_from_data = True  # the word splits the annotations teach (``split_annotated_words``)
+    packages: ClassVar[tuple[str, ...]] = ("jieba",)
+    extra: ClassVar[str] = "zh"
 
     @dataclass(frozen=True, kw_only=True)
-    class Config(BaseTokenizer.Config):
+    class Config(SegmentingTokenizer.Config):
         dictionary_path: str | None = None
-        split_annotated_words: bool = True
 
     config: Config
 
@@ -103,18 +101,7 @@ class JiebaTokenizer(BaseTokenizer):
         path = self.config.dictionary_path
         self.dictionaries_: list[tuple[str, str]] = read_dictionaries(path) if path else []
         self._segmenter = None
-        self.word_splits_: dict[str, list[int]] = {}
-        if self.config.split_annotated_words:
-            self.word_splits_, notice = self._learn_splits(data)
-            if notice:
-                logger.warning(f"{self.component_name()}: {notice}")
-
-    def _learn_splits(self, data: TrainingData) -> tuple[dict[str, list[int]], str | None]:
-        examples = []
-        for message in data.messages:
-            if message.entities and isinstance(message.text, str):
-                examples.append((message.text, self._words(message.text), message.entities))
-        return learn_word_splits(examples)
+        super().train(data)
 
     def data_fingerprint(self, data: TrainingData) -> str:
         """The user dictionaries' text and the word splits the annotations teach: fine-tuning
@@ -127,13 +114,15 @@ class JiebaTokenizer(BaseTokenizer):
         digest = hashlib.sha256()
         for name, text in probe.dictionaries_:
             digest.update(f"{name}\0{text}\0".encode())
-        digest.update(json.dumps(probe._learn_splits(data)[0], ensure_ascii=False, sort_keys=True).encode())
+        splits = probe.learn_splits(data)[0] if self.config.split_annotated_words else {}
+        digest.update(json.dumps(splits, ensure_ascii=False, sort_keys=True).encode())
         return digest.hexdigest()
 
     def segmenter(self) -> Any:
         """This component's jieba segmenter: its own when it has user words, else the shared one."""
         segmenter = getattr(self, "_segmenter", None)
         if segmenter is None:
+            self.check_packages()
             dictionaries = getattr(self, "dictionaries_", [])
             if not dictionaries:
                 segmenter = _shared_segmenter()
@@ -146,40 +135,24 @@ class JiebaTokenizer(BaseTokenizer):
             self._segmenter = segmenter
         return segmenter
 
-    def _words(self, text: str) -> list[Token]:
-        """jieba's words of ``text`` without whitespace (before the learned splits)."""
-        return [
-            Token(word, start, end)
-            for word, start, end in self.segmenter().tokenize(text)
-            if word.strip()
-        ]
-
-    def tokenize(self, message: Message, attribute: str) -> list[Token]:
-        text = message.get(attribute) or ""
-        tokens = apply_word_splits(self._words(text), getattr(self, "word_splits_", {}), text)
-        return tokens or [Token(text, 0, len(text))]
+    def spans(self, text: str) -> Iterable[tuple[int, int]]:
+        return ((start, end) for _, start, end in self.segmenter().tokenize(text))
 
     def persist(self, directory: Path) -> None:
+        super().persist(directory)
         entries = [{"name": name, "text": text} for name, text in getattr(self, "dictionaries_", [])]
         with open(Path(directory) / DICTIONARIES_FILE, "w", encoding="utf-8") as f:
             json.dump(entries, f, ensure_ascii=False, indent=1)
-        with open(Path(directory) / SPLITS_FILE, "w", encoding="utf-8") as f:
-            json.dump(getattr(self, "word_splits_", {}), f, ensure_ascii=False, indent=1)
 
     @classmethod
-    def load(cls, directory: Path, config: JiebaTokenizer.Config) -> JiebaTokenizer:
-        tokenizer = cls(config)
+    def load(cls, directory: Path, config: JiebaTokenizer.Config) -> JiebaTokenizer:  # type: ignore[override]
+        tokenizer = super().load(directory, config)
+        assert isinstance(tokenizer, JiebaTokenizer)
         file = Path(directory) / DICTIONARIES_FILE
         try:
             entries = json.loads(file.read_text(encoding="utf-8")) if file.exists() else []
             tokenizer.dictionaries_ = [(str(e["name"]), str(e["text"])) for e in entries]
         except (ValueError, TypeError, KeyError) as error:
             raise ArchiveError(f"{file}: not a list of user dictionaries ({error})") from None
-        file = Path(directory) / SPLITS_FILE
-        try:
-            splits = json.loads(file.read_text(encoding="utf-8")) if file.exists() else {}
-            tokenizer.word_splits_ = {str(w): [int(c) for c in cuts] for w, cuts in splits.items()}
-        except (ValueError, TypeError, AttributeError) as error:
-            raise ArchiveError(f"{file}: not a map of words to cut offsets ({error})") from None
         tokenizer._segmenter = None
         return tokenizer

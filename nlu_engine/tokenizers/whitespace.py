@@ -28,7 +28,7 @@ import functools
 import re
 import sys
 import unicodedata
-from typing import ClassVar
+from dataclasses import dataclass
 
 from nlu_engine.contract.message import Message, Token
 from nlu_engine.tokenizers.base import BaseTokenizer
@@ -106,9 +106,19 @@ def whitespace_tokenize(text: str) -> list[Token]:
 
 
 class WhitespaceTokenizer(BaseTokenizer):
-    """Splits on whitespace after removing punctuation around words (see the module doc)."""
+    """Splits on whitespace after removing punctuation around words (see the module doc).
 
-    not_supported_languages: ClassVar[tuple[str, ...]] = ("zh", "ja", "th")
+    For a language whose words are not separated by spaces (``zh``, ``ja``, ``th``; and ``ko``,
+    whose words carry their particles), config validation puts the language's tokenizer in this
+    one's place (``nlu_engine.contract.languages``), where Rasa refuses the config;
+    ``language_tokenizer: false`` keeps this one.
+    """
+
+    @dataclass(frozen=True, kw_only=True)
+    class Config(BaseTokenizer.Config):
+        language_tokenizer: bool = True
+
+    config: Config
 
     def tokenize(self, message: Message, attribute: str) -> list[Token]:
         return whitespace_tokenize(message.get(attribute) or "")

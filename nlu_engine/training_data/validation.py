@@ -10,9 +10,12 @@
 - intents with fewer than two examples (they cannot be split or learned);
 - retrieval intents (``faq/ask_name``) without a response (``utter_faq/ask_name``);
 - examples with empty text, and examples without an intent;
-- entity annotations with whitespace at their edges, and — given a ``tokenize`` function —
-  annotations that cut a token (tag-based extractors skip those; an annotation that only
-  reaches over punctuation the tokenizer drops, as in ``u. s. d.``, is fine);
+- training data written mostly in a script its ``language`` is not written in (Japanese text
+  with ``language: en``);
+- entity annotations with whitespace at their edges, and — given a ``tokenize`` function (the
+  tokenizer the config's ``language:`` chose) — annotations that cut a token (tag-based
+  extractors skip those; an annotation that only reaches over punctuation the tokenizer drops,
+  as in ``u. s. d.``, is fine);
 - intents the classifier cannot tell apart: one intent only (every message gets it), intents
   that share all their examples, an intent whose every example is also another's;
 - what no example teaches: a retrieval intent's response (``utter_faq/ask_x``) without examples
@@ -33,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
+from nlu_engine.contract.languages import script_mismatch
 from nlu_engine.contract.message import RESPONSE_IDENTIFIER_DELIMITER, Token
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data.bilou import misaligned_entities
@@ -137,8 +141,10 @@ def validate(
     tokenize: Callable[[str], list[Token]] | None = None,
     duplicates: Mapping[tuple[str, str], int] | None = None,
     domain: Domain | None = None,
+    language: str | None = None,
 ) -> ValidationReport:
-    """Count ``data`` and collect warnings; ``tokenize`` enables the token-boundary check.
+    """Count ``data`` and collect warnings; ``tokenize`` enables the token-boundary check, and
+    ``language`` (the config's ``language:``) the check that the data is written in its script.
 
     ``duplicates`` are the copies of exact duplicate examples the loader dropped
     (``Project.duplicates``): they are warned about as if they were still there. What the readers
@@ -149,6 +155,9 @@ def validate(
     warnings: list[str] = list(data.load_warnings)
     separability, explained = _separability(data)
     warnings.extend(separability)
+    mismatch = script_mismatch(language, (m.text for m in data.messages)) if language else None
+    if mismatch:
+        warnings.append(mismatch)
 
     intents_of: dict[str, Counter[str]] = defaultdict(Counter)
     for message in data.messages:

@@ -103,7 +103,8 @@ def test_unknown_top_level_key_suggests_closest() -> None:
 
 
 def test_language_must_be_a_code() -> None:
-    assert "'language'" in config_error(pipeline(TOKENIZER, language=["en"]))
+    message = config_error(pipeline(TOKENIZER, language=["en"]))
+    assert "language '['en']' is not known" in message and "'xx' for any language" in message
 
 
 @pytest.mark.parametrize("key, value", [("recipe", "default.v1"), ("assistant_id", "bot"),

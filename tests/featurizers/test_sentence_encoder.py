@@ -109,6 +109,8 @@ def test_a_language_the_encoder_never_saw_is_named_in_a_warning(caplog: pytest.L
     with caplog.at_level(logging.WARNING):
         featurizer.train(TrainingData([]))
     assert "was not trained on language 'vi'" in caplog.text
+    assert "intents rest mostly on the pipeline's other features" in caplog.text  # the fallback
+    assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage()
     caplog.clear()
     featurizer.language = "zh-TW"
     with caplog.at_level(logging.WARNING):

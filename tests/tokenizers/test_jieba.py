@@ -135,7 +135,7 @@ def test_chinese_and_english_models_in_one_process_each_parse_as_trained(
                     [("来一首韩雅乐的歌", "play"), ("今天天气怎么样", "weather")])
     english = model("en", {"name": "WhitespaceTokenizer"},
                     [("play a song by adele", "play"), ("how is the weather today", "weather")])
-    plain = model("zh2", {"name": "JiebaTokenizer"},
+    plain = model("zh-CN", {"name": "JiebaTokenizer"},
                   [("来一首韩雅乐的歌", "play"), ("今天天气怎么样", "weather")])
     assert chinese.parse("今天天气怎么样")["intent"]["name"] == "weather"
     assert english.parse("how is the weather")["intent"]["name"] == "weather"

@@ -181,8 +181,3 @@ def test_response_attribute_is_tokenized() -> None:
     message = Message("hi", extra={"response": "Hello there!"})
     WhitespaceTokenizer().process([message])
     assert [t.text for t in message.tokens["response"]] == ["Hello", "there"]
-
-
-def test_not_supported_languages() -> None:
-    assert "zh" in WhitespaceTokenizer.not_supported_languages
-    assert "en" not in WhitespaceTokenizer.not_supported_languages

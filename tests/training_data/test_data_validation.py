@@ -300,3 +300,31 @@ def test_training_warnings_are_what_trains_but_cannot_work():
     assert all("\n" not in w for w in warnings)
     without = training_warnings(data)  # no domain: the response's place is the data's
     assert without == [warnings[0].replace("in domain.yml", "in the NLU data's 'responses:'"), warnings[1]]
+
+
+JAPANESE = ["明日の朝、東京駅から大阪行きの新幹線を予約して", "渋谷でおすすめのラーメン屋を教えて"]
+ENGLISH = ["book a train from tokyo to osaka tomorrow", "recommend a ramen place in shibuya"]
+
+
+def script_warnings(texts: list[str], language: str) -> list[str]:
+    data = TrainingData([Message(text=t, intent=f"i{i % 2}") for i, t in enumerate(texts * 2)])
+    return [w for w in validate(data, language=language).warnings if "mostly written in" in w]
+
+
+def test_data_in_a_script_its_language_is_not_written_in_is_one_warning():
+    (warning,) = script_warnings(JAPANESE, "en")
+    assert "Japanese (kana and Han)" in warning and "language is 'en' (English" in warning
+    assert "e.g. ja" in warning and "\n" not in warning
+    (warning,) = script_warnings(ENGLISH, "zh")
+    assert "the Latin script" in warning and "language is 'zh' (Chinese, written in Han)" in warning
+    (warning,) = script_warnings(["我想听周杰伦的歌，今天北京天气怎么样"], "ko")
+    assert "the Han script" in warning and "e.g. zh" in warning
+
+
+def test_data_in_its_language_s_script_or_saying_too_little_is_not_warned_about():
+    assert script_warnings(JAPANESE, "ja") == []
+    assert script_warnings([*JAPANESE, "iPhone 15 Proの値段を調べて"], "ja-JP") == []
+    assert script_warnings(ENGLISH, "en") == []
+    assert script_warnings(JAPANESE, "xx") == []
+    assert script_warnings(["hi", "こんにちは"], "en") == []  # too few letters to tell
+    assert script_warnings(JAPANESE, None) == []  # type: ignore[arg-type]

@@ -34,6 +34,7 @@ import numpy as np
 
 from nlu_engine.contract.component import DenseFeaturizer
 from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.languages import base_language
 from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.featurizers.dense.sentence_encoder_onnx import WIDTH, OnnxSentenceEncoder
 
@@ -96,11 +97,6 @@ def sentence_encoder() -> SentenceEncoder:
         return _ENCODER["use"]
 
 
-def base_language(language: str) -> str:
-    """``zh-TW``, ``pt_BR`` -> ``zh``, ``pt``."""
-    return language.replace("_", "-").split("-")[0].lower()
-
-
 class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
     """A 512-d multilingual sentence vector for each text (see the module doc)."""
 
@@ -117,8 +113,9 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
         if base_language(self.language) not in LANGUAGES:
             logger.warning(
                 "UniversalSentenceEncoderFeaturizer: the encoder was not trained on language '%s' "
-                "(it knows %s); its vectors may carry little there", self.language,
-                ", ".join(sorted(LANGUAGES)),
+                "(it knows %s); its sentence vector is still computed (it may carry little), so "
+                "intents rest mostly on the pipeline's other features (the word and character "
+                "n-grams in diet.yml)", self.language, ", ".join(sorted(LANGUAGES)),
             )
 
     def process(self, messages: list[Message]) -> None:

@@ -1,0 +1,189 @@
+"""The languages the engine knows, in one table: code -> writing system and word tokenizer.
+
+``language:`` in config.yml is an ISO 639-1 code (``en``, ``ja``), optionally with a region
+(``zh-TW``, ``pt_BR``), or ``xx`` for "any language" (spaCy's code for it). A code not in
+:data:`LANGUAGES` is a one-line ConfigError listing the known ones (:func:`check_language`).
+
+Each entry names the language's scripts (what ``nlu-engine data validate`` expects the training
+data to be written in) and, for languages whose writing does not put spaces between words, the
+tokenizer that splits it into words: where a config's pipeline uses WhitespaceTokenizer, config
+validation puts that tokenizer in its place (``nlu_engine.assembly.config``). A language that
+needs one the engine does not build (Khmer, Lao, Burmese, Tibetan) keeps WhitespaceTokenizer with
+a notice. Adding a language, or a tokenizer for one, is a row here.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from nlu_engine.contract.errors import ConfigError
+
+#: the code for "any language": nothing is chosen for it, WhitespaceTokenizer stays
+ANY = "xx"
+
+
+@dataclass(frozen=True)
+class Language:
+    """One row: the language's name, its scripts and what splits it into words."""
+
+    name: str
+    scripts: tuple[str, ...] = ("Latin",)
+    #: the registered tokenizer that replaces WhitespaceTokenizer; None: whitespace splits words
+    tokenizer: str | None = None
+    #: the setup.py extra that installs that tokenizer's package
+    extra: str | None = None
+    #: words are not separated by spaces (with no tokenizer: a notice that entities must be
+    #: whole space-separated runs)
+    unspaced: bool = False
+
+
+def _latin(*names: tuple[str, str]) -> dict[str, Language]:
+    return {code: Language(name) for code, name in names}
+
+
+LANGUAGES: dict[str, Language] = {
+    # words split by a segmenter (a dictionary package, an optional extra)
+    "zh": Language("Chinese", ("Han",), "JiebaTokenizer", "zh", unspaced=True),
+    "ja": Language("Japanese", ("Kana", "Han"), "SudachiTokenizer", "ja", unspaced=True),
+    "ko": Language("Korean", ("Hangul",), "KiwiTokenizer", "ko"),
+    "th": Language("Thai", ("Thai",), "PyThaiNLPTokenizer", "th", unspaced=True),
+    # unspaced, with no segmenter built in
+    "km": Language("Khmer", ("Khmer",), unspaced=True),
+    "lo": Language("Lao", ("Lao",), unspaced=True),
+    "my": Language("Burmese", ("Myanmar",), unspaced=True),
+    "bo": Language("Tibetan", ("Tibetan",), unspaced=True),
+    # spaced, not in the Latin script
+    **{code: Language(name, ("Cyrillic",)) for code, name in (
+        ("ru", "Russian"), ("uk", "Ukrainian"), ("bg", "Bulgarian"), ("be", "Belarusian"),
+        ("mk", "Macedonian"), ("kk", "Kazakh"), ("ky", "Kyrgyz"), ("mn", "Mongolian"),
+        ("tg", "Tajik"))},
+    "sr": Language("Serbian", ("Cyrillic", "Latin")),
+    **{code: Language(name, ("Arabic",)) for code, name in (
+        ("ar", "Arabic"), ("fa", "Persian"), ("ur", "Urdu"), ("ps", "Pashto"), ("ku", "Kurdish"))},
+    **{code: Language(name, ("Devanagari",)) for code, name in (
+        ("hi", "Hindi"), ("mr", "Marathi"), ("ne", "Nepali"))},
+    "el": Language("Greek", ("Greek",)),
+    "he": Language("Hebrew", ("Hebrew",)),
+    "yi": Language("Yiddish", ("Hebrew",)),
+    "bn": Language("Bengali", ("Bengali",)),
+    "pa": Language("Punjabi", ("Gurmukhi",)),
+    "gu": Language("Gujarati", ("Gujarati",)),
+    "ta": Language("Tamil", ("Tamil",)),
+    "te": Language("Telugu", ("Telugu",)),
+    "kn": Language("Kannada", ("Kannada",)),
+    "ml": Language("Malayalam", ("Malayalam",)),
+    "si": Language("Sinhala", ("Sinhala",)),
+    "ka": Language("Georgian", ("Georgian",)),
+    "hy": Language("Armenian", ("Armenian",)),
+    "am": Language("Amharic", ("Ethiopic",)),
+    # spaced, in the Latin script
+    **_latin(("en", "English"), ("de", "German"), ("fr", "French"), ("es", "Spanish"),
+             ("it", "Italian"), ("nl", "Dutch"), ("pt", "Portuguese"), ("pl", "Polish"),
+             ("tr", "Turkish"), ("sv", "Swedish"), ("da", "Danish"), ("no", "Norwegian"),
+             ("nb", "Norwegian Bokmål"), ("nn", "Norwegian Nynorsk"), ("fi", "Finnish"),
+             ("is", "Icelandic"), ("cs", "Czech"), ("sk", "Slovak"), ("sl", "Slovenian"),
+             ("hr", "Croatian"), ("bs", "Bosnian"), ("ro", "Romanian"), ("hu", "Hungarian"),
+             ("et", "Estonian"), ("lv", "Latvian"), ("lt", "Lithuanian"), ("ca", "Catalan"),
+             ("gl", "Galician"), ("eu", "Basque"), ("ga", "Irish"), ("cy", "Welsh"),
+             ("mt", "Maltese"), ("sq", "Albanian"), ("lb", "Luxembourgish"),
+             ("af", "Afrikaans"), ("sw", "Swahili"), ("id", "Indonesian"), ("ms", "Malay"),
+             ("tl", "Tagalog"), ("vi", "Vietnamese"), ("az", "Azerbaijani"), ("uz", "Uzbek"),
+             ("la", "Latin"), ("eo", "Esperanto"), ("yo", "Yoruba"), ("ha", "Hausa"),
+             ("zu", "Zulu"), ("xh", "Xhosa"), ("so", "Somali")),
+    ANY: Language("any language", ()),
+}
+
+
+def base_language(language: str) -> str:
+    """``zh-TW``, ``pt_BR`` -> ``zh``, ``pt``."""
+    return language.replace("_", "-").split("-")[0].lower()
+
+
+def check_language(language: object, where: str) -> str:
+    """``language`` if the engine knows it (its base code is in :data:`LANGUAGES`); a one-line
+    ConfigError listing the known codes otherwise."""
+    if not isinstance(language, str) or base_language(language) not in LANGUAGES:
+        shown = language if isinstance(language, str) else repr(language)
+        known = ", ".join(sorted(code for code in LANGUAGES if code != ANY))
+        raise ConfigError(
+            f"{where}: language '{shown}' is not known; use an ISO 639-1 code (a region may "
+            f"follow: zh-TW, pt-BR) among {known}, or '{ANY}' for any language"
+        )
+    return language
+
+
+def language_of(language: str) -> Language:
+    """The table's row for a checked code (``zh-TW`` -> Chinese)."""
+    return LANGUAGES[base_language(language)]
+
+
+#: Unicode character-name prefixes -> script, for the letters :func:`script_counts` counts
+_SCRIPT_PREFIXES = (
+    ("CJK", "Han"), ("HIRAGANA", "Kana"), ("KATAKANA", "Kana"), ("HALFWIDTH KATAKANA", "Kana"),
+    ("HANGUL", "Hangul"), ("LATIN", "Latin"), ("FULLWIDTH LATIN", "Latin"),
+    ("CYRILLIC", "Cyrillic"), ("GREEK", "Greek"), ("ARABIC", "Arabic"), ("HEBREW", "Hebrew"),
+    ("THAI", "Thai"), ("LAO", "Lao"), ("KHMER", "Khmer"), ("MYANMAR", "Myanmar"),
+    ("TIBETAN", "Tibetan"), ("DEVANAGARI", "Devanagari"), ("BENGALI", "Bengali"),
+    ("GURMUKHI", "Gurmukhi"), ("GUJARATI", "Gujarati"), ("TAMIL", "Tamil"),
+    ("TELUGU", "Telugu"), ("KANNADA", "Kannada"), ("MALAYALAM", "Malayalam"),
+    ("SINHALA", "Sinhala"), ("GEORGIAN", "Georgian"), ("ARMENIAN", "Armenian"),
+    ("ETHIOPIC", "Ethiopic"),
+)
+
+
+def script_of(char: str) -> str | None:
+    """The script of a letter (``"Han"``, ``"Kana"``, ``"Latin"``, ...); None for anything else."""
+    if not char.isalpha():
+        return None
+    name = unicodedata.name(char, "")
+    return next((script for prefix, script in _SCRIPT_PREFIXES if name.startswith(prefix)), None)
+
+
+def script_counts(texts: Iterable[str]) -> Counter[str]:
+    """How many letters of each script ``texts`` hold."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(script for script in map(script_of, text) if script)
+    return counts
+
+
+#: fewer letters than this in the training data say nothing about its script
+MIN_LETTERS = 20
+#: Han text with at least this share of kana is Japanese
+KANA_SHARE = 0.1
+
+
+def main_script(counts: Counter[str]) -> str | None:
+    """The script most letters are written in (``"Kana"`` for Japanese, whose text mixes kana and
+    Han); None below :data:`MIN_LETTERS` letters."""
+    total = sum(counts.values())
+    if total < MIN_LETTERS:
+        return None
+    japanese = counts["Kana"] + counts["Han"]
+    if counts["Kana"] >= KANA_SHARE * japanese and japanese > total / 2:
+        return "Kana"
+    return counts.most_common(1)[0][0]
+
+
+def script_mismatch(language: str, texts: Iterable[str]) -> str | None:
+    """A one-line warning when ``texts`` are mostly written in a script ``language`` is not
+    written in (Japanese text under ``language: en``); None when they fit or say too little."""
+    row = language_of(language)
+    counts = script_counts(texts)
+    script = main_script(counts)
+    if not row.scripts or script is None or script in row.scripts:
+        return None
+    share = 100 * counts[script] / sum(counts.values())
+    if script == "Kana":
+        share = 100 * (counts["Kana"] + counts["Han"]) / sum(counts.values())
+    users = [code for code, other in LANGUAGES.items() if other.scripts[:1] == (script,)]
+    hint = f" (e.g. {', '.join(users[:4])})" if users else ""
+    written = "Japanese (kana and Han)" if script == "Kana" else f"the {script} script"
+    return (
+        f"the training data is mostly written in {written} ({share:.0f}% of its "
+        f"{sum(counts.values())} letters), but language is '{language}' ({row.name}, written in "
+        f"{' and '.join(row.scripts)}); set language: in the config to the data's language{hint}"
+    )

@@ -32,7 +32,7 @@ from nlu_engine.contract.component import (
     config_fields,
 )
 from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
-from nlu_engine.contract.languages import check_language, language_of
+from nlu_engine.contract.languages import ANY, base_language, check_language, language_of
 from nlu_engine.nn.onnx_runtime import check_runtime
 from nlu_engine.training_data.yaml_limits import safe_load
 
@@ -118,6 +118,7 @@ def load_config(
         default = load_config(fallback, overrides)
         default.language = language
         resolve_tokenizer(default.steps, language, where, notices)
+        default.steps = steps_for_language(default.steps, language, where, notices)
         default.runtime = runtime or default.runtime
         # the shipped file's own `recipe` is not the user's to hear about
         default.notices = notices + [n for n in default.notices if "is accepted and ignored" not in n]
@@ -128,6 +129,7 @@ def load_config(
     _apply_overrides(entries, overrides or [], where)
     steps = [_build_step(item, i, where, notices) for i, item in enumerate(entries)]
     resolve_tokenizer(steps, language, where, notices)
+    steps = steps_for_language(steps, language, where, notices)
     check_order(steps, where)
     return PipelineConfig(language=language, steps=steps, source=where, notices=notices, runtime=runtime)
 
@@ -215,6 +217,23 @@ def _build_step(item: Any, index: int, where: str, notices: list[str]) -> Compon
     config = make_config(cls, params, place)
     notices.extend(f"{place}: {notice}" for notice in config.notices())
     return ComponentSpec(name=name, cls=cls, config=config)
+
+
+def steps_for_language(steps: list[ComponentSpec], language: str, where: str,
+                       notices: list[str]) -> list[ComponentSpec]:
+    """The steps without those whose ``languages`` parameter leaves ``language`` out (an
+    English-only encoder in a shipped pipeline, for a German bot), each with one notice. Like
+    the tokenizer's choice, this runs at config validation only: the archive's pipeline is the
+    one that trained."""
+    kept = []
+    for i, step in enumerate(steps):
+        serves = [base_language(code) for code in getattr(step.config, "languages", None) or []]
+        if serves and base_language(language) not in serves and language != ANY:
+            notices.append(f"{where}: {step.name} (step {i + 1}) serves {', '.join(serves)} only; "
+                           f"left out for language '{language}'")
+            continue
+        kept.append(step)
+    return kept
 
 
 def resolve_tokenizer(steps: list[ComponentSpec], language: str, where: str, notices: list[str]) -> None:

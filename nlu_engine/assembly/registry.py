@@ -49,6 +49,7 @@ COMPONENTS: dict[str, str] = {
     "KeywordIntentClassifier": "nlu_engine.classifiers.keyword:KeywordIntentClassifier",
     "SklearnIntentClassifier": "nlu_engine.classifiers.sklearn_intent:SklearnIntentClassifier",
     "DIETClassifier": "nlu_engine.classifiers.diet.component:DIETClassifier",
+    "IntentCombiner": "nlu_engine.classifiers.combiner:IntentCombiner",
     "FallbackClassifier": "nlu_engine.classifiers.fallback:FallbackClassifier",
     "ResponseSelector": "nlu_engine.classifiers.response_selector:ResponseSelector",
     # entity extractors and processors

@@ -85,6 +85,7 @@ class ResponseSelector(DIETClassifier):
     default_widths: ClassVar[dict[str, int]] = {"text": DEFAULT_WIDTH, "label": DEFAULT_WIDTH}
     in_scope_score = False  # the intent classifier says whether the message is in scope
     uses_sentence_head = False
+    records_intent_scores = False  # its labels are responses, not intents
 
     @dataclass(frozen=True, kw_only=True)
     class Config(DIETClassifier.Config):

@@ -195,3 +195,27 @@ class SpacedTokenizer(BaseTokenizer):
 
     def tokenize(self, message: Message, attribute: str) -> list[Token]:
         return whitespace_tokenize(message.get(attribute) or "")
+
+
+# --- steps that serve some languages only (the default's English-only encoder) ----------------
+@pytest.mark.parametrize(("language", "kept"), [("en", True), ("en-GB", True), ("de", False), ("xx", True)])
+def test_a_step_serving_other_languages_is_left_out_with_a_notice(tmp_path: Path, language: str,
+                                                                 kept: bool) -> None:
+    path = tmp_path / "config.yml"
+    path.write_text(f"language: {language}\npipeline:\n  - name: WhitespaceTokenizer\n"
+                    "  - name: CountVectorsFeaturizer\n"
+                    "  - name: LanguageModelFeaturizer\n    languages: [en]\n"
+                    "  - name: LogisticRegressionClassifier\n", encoding="utf-8")
+    config = load_config(path)
+    names = [step.name for step in config.steps]
+    assert ("LanguageModelFeaturizer" in names) == kept
+    left_out = [n for n in config.notices if "serves en only; left out" in n]
+    assert bool(left_out) != kept
+
+
+def test_the_default_pipeline_drops_its_english_encoder_for_german(tmp_path: Path) -> None:
+    path = tmp_path / "config.yml"
+    path.write_text("language: de\n", encoding="utf-8")
+    names = [step.name for step in load_config(path).steps]
+    assert "LanguageModelFeaturizer" not in names and "UniversalSentenceEncoderFeaturizer" in names
+    assert "IntentCombiner" in names

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.classifiers import calibration, sentence_head
+from nlu_engine.classifiers import calibration, scores, sentence_head
 from nlu_engine.classifiers.diet.encoders import with_pretrained_features, with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
 from nlu_engine.classifiers.diet.spec import resolve_epochs
@@ -57,6 +57,10 @@ class CalibratedDIET:
     head_: sentence_head.SentenceHead | None = None
     #: whether the sentence head may rank this component's labels
     uses_sentence_head: bool = True
+    #: whether the network's raw intent probabilities are left for a combiner
+    #: (``classifiers/scores.py``): the held-out examples' when calibrating, each parse's
+    records_intent_scores: bool = True
+    index: int
 
     # --- few examples an intent: the sentence head ------------------------------------------
     def _head_vectors(self, messages: list[Message]) -> np.ndarray | None:
@@ -158,6 +162,29 @@ class CalibratedDIET:
 
     def calibration_out_of_scope(self) -> str | None:
         return self.out_of_scope_intent_
+
+    def scorer_name(self) -> str:
+        """The name a combiner knows this component's intent scores by."""
+        return f"{self.component_name()}_{self.index}"
+
+    def calibrate(self, train: list[Message], held: list[Message], names: list[str],
+                  seed: int | None) -> None:
+        """Fit ``calibration_`` on the held-out examples' predictions, and leave those raw
+        predictions on the held-out examples for a combiner (``records_intent_scores``): they
+        were made before the network learned from them."""
+        made: list[np.ndarray] = []
+
+        def predict(messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
+            probabilities, vectors = self.calibration_predict(messages)
+            if messages is held:
+                made.append(probabilities)
+            return probabilities, vectors
+
+        self.calibration_ = calibration.fit_calibration(
+            predict, names, train, held, self.label_of, self.calibration_out_of_scope(), seed)
+        if made and self.records_intent_scores:
+            for message, probabilities in zip(held, made[0], strict=True):
+                scores.record(message, self.scorer_name(), names, probabilities)
 
     def refits(self, examples: int) -> bool:
         """Above ``calibration_refit_below`` examples, or when resuming, the held-out examples

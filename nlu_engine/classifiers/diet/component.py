@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
-from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers import calibration, scores
 from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.diet import encoding, storage
 from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
@@ -398,6 +398,10 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if not todo:
             return
         results = self.predict_arrays(todo)
+        if self.records_intent_scores and self.head_ is None:  # the network's own ranking
+            for message, result in zip(todo, results, strict=True):
+                if "intent" in result:
+                    scores.record(message, self.scorer_name(), self.intents_, result["intent"])
         confidences = self._calibrated([r["intent"] for r in results if "intent" in r],
                                        [r[IN_SCOPE_VECTOR] for r in results if "intent" in r])
         for message, result in zip(todo, results, strict=True):

@@ -214,6 +214,10 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         precision: Literal["float32", "bfloat16"] = "float32"
         alias: str | None = None
         token_pooling: TokenPooling = "mean"
+        #: the languages the weights serve (a shipped pipeline's English-only encoder); with
+        #: another ``language:`` the step is left out at config validation, with a notice
+        #: (empty: every language)
+        languages: list[str] = param([])
         # fine-tuning (``trainable``): the fields below act only when it is on
         trainable: bool = False
         trainable_layers: int | None = param(None, low=1)

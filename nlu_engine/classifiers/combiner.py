@@ -1,0 +1,299 @@
+"""IntentCombiner: the intent scorers of a pipeline combined, calibrated once.
+
+A pipeline has more than one way to rank intents, and none is best at every data size: with ten
+examples an intent a linear probe on a pre-trained sentence vector beats DIET, with thousands
+DIET catches up and the probes on different encoders err on different messages. The combiner is
+the last intent classifier of the pipeline. Its members:
+
+* a **sentence head** (``sentence_head.SentenceHead``, a logistic regression) on each encoder's
+  dense sentence vector the messages carry, one member per featurizer;
+* every **recorded scorer** before it (DIET: ``classifiers/scores.py``), whose raw probabilities
+  it reads from the message.
+
+**Fitting.** Each member's held-out predictions: the heads' by cross-fitting on
+``training_data.split.cross_fit_folds`` (every example predicted by a head trained without its
+fold), DIET's on the examples it held out for its own calibration. The combination is a weighted
+geometric mean, ``softmax(sum_m w_m log p_m)`` with ``w_m >= 0`` fitted by likelihood on the
+examples every member predicted held out; when one member alone predicts those examples better
+(accuracy) than the combination, that member alone is kept, so the whole is never worse than its
+best part where it is measured. A recorded scorer with fewer than ``calibration.MIN_HELD_OUT``
+held-out predictions (DIET on a few examples an intent) is left out, with one notice.
+
+**Calibration**, once, of what the user sees (``calibration.cross_fitted``): the temperature (and
+top-label scaling) from the combination's held-out predictions, the in-scope score on the heads'
+input vectors. The ranking, the fallback and the out-of-scope discount read these confidences.
+
+**Parse**: one product ``[B, D] @ [D, N]`` per head, the recorded scores, a weighted sum of logs.
+Everything learned is plain numbers (``combiner.json``, one folder per head, ``calibration.*``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from nlu_engine.classifiers import calibration, scores
+from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.classifiers.sentence_head import (
+    SentenceHead,
+    cross_fitted_probabilities,
+    sentence_vectors,
+)
+from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.errors import NOTICE
+from nlu_engine.contract.message import TEXT, Message
+from nlu_engine.contract.threads import single_blas_thread
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data.split import cross_fit_folds
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "combiner.json"
+#: the largest weight of a member's log probabilities
+MAX_WEIGHT = 20.0
+
+
+@dataclass
+class Member:
+    """One scorer: a head on one featurizer's sentence vector, or a recorded scorer."""
+
+    kind: str  # "head" or "recorded"
+    name: str  # the featurizer's origin, or the scorer's name
+    weight: float = 1.0
+    head: SentenceHead | None = field(default=None, repr=False)
+
+
+class IntentCombiner(IntentClassifier):
+    """The pipeline's intent scorers combined and calibrated once (see the module's docstring)."""
+
+    requires = (FEATURES,)
+
+    @dataclass(frozen=True, kw_only=True)
+    class Config(IntentClassifier.Config):
+        #: a sentence head on each featurizer's dense sentence vector
+        sentence_heads: bool = True
+        #: the featurizers whose sentence vectors get a head (empty: all)
+        featurizers: list[str] = param([])
+        #: the recorded scorers (DIET) join when they held enough examples out
+        recorded_scorers: bool = True
+        ranking_length: int = param(10, low=0)
+        renormalize_confidences: bool = False
+        random_seed: int | None = 42
+
+    config: Config
+
+    # --- training -------------------------------------------------------------------------
+    def train(self, data: TrainingData) -> None:
+        examples = [m for m in data.intent_examples if m.intent]
+        self.intents_ = sorted({m.intent for m in examples if m.intent})
+        self.out_of_scope_intent_ = calibration.out_of_scope_intent(
+            self.config.out_of_scope_intent, self.intents_, self.component_name())
+        self.calibration_ = calibration.Calibration()
+        self.members_: list[Member] = []
+        self.origins_: list[str] = []
+        if not examples:
+            return
+        index = {name: i for i, name in enumerate(self.intents_)}
+        labels = np.array([index[m.intent or ""] for m in examples])
+        seed = self.config.random_seed
+        assignment = cross_fit_folds(labels, seed=seed)
+        held: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # name -> (probabilities [M, N], held [M])
+        with single_blas_thread():  # small products: threads cost more than they give
+            for origin in self._head_origins(examples):
+                vectors = sentence_vectors(examples, [origin])
+                assert vectors is not None  # _head_origins checked
+                head = SentenceHead.fit(vectors, labels, len(self.intents_), seed)
+                self.members_.append(Member("head", origin, head=head))
+                held[origin] = _spread(*cross_fitted_probabilities(
+                    vectors, labels, len(self.intents_), seed, assignment), len(examples))
+        if self.config.recorded_scorers:
+            self._add_recorded(examples, held)
+        if not self.members_:
+            logger.log(NOTICE, "%s: no scorer to combine (no dense sentence features and no "
+                       "intent scores recorded before it); every intent ranks the same",
+                       self.component_name())
+            return
+        self.origins_ = [m.name for m in self.members_ if m.kind == "head"]
+        rows = np.flatnonzero(np.logical_and.reduce([held[m.name][1] for m in self.members_]))
+        self._fit_weights([held[m.name][0][rows] for m in self.members_], labels[rows])
+        self._calibrate(examples, labels, assignment, held, rows)
+
+    def _head_origins(self, examples: list[Message]) -> list[str]:
+        """The featurizers whose dense sentence vectors every example carries."""
+        if not self.config.sentence_heads:
+            return []
+        origins: list[str] = []
+        for f in examples[0].features:
+            if (f.attribute == TEXT and f.kind == "sentence" and not f.is_sparse
+                    and (not self.config.featurizers or f.origin in self.config.featurizers)
+                    and f.origin not in origins):
+                origins.append(f.origin)
+        return [o for o in origins if sentence_vectors(examples, [o]) is not None]
+
+    def _add_recorded(self, examples: list[Message], held: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """A member for each recorded scorer with enough held-out predictions; a notice for
+        those without (they rank nothing here)."""
+        left_out = []
+        for name in scores.scorers_on(examples):
+            probabilities, present = scores.gather(examples, name, self.intents_)
+            if int(present.sum()) >= calibration.MIN_HELD_OUT:
+                self.members_.append(Member("recorded", name))
+                held[name] = (probabilities, present)
+            else:
+                left_out.append(f"{name} ({int(present.sum())} held out)")
+        if left_out:
+            logger.log(NOTICE, "%s: too few held-out predictions to weigh %s (at least %d "
+                       "needed); combining the others", self.component_name(), ", ".join(left_out),
+                       calibration.MIN_HELD_OUT)
+
+    def _fit_weights(self, held: list[np.ndarray], targets: np.ndarray) -> None:
+        """The members' weights, by likelihood on their held-out predictions [H, N] each;
+        the best member alone when it is right more often than the combination."""
+        if len(targets) < 2 or len(held) == 1:
+            if len(held) > 1:
+                logger.log(NOTICE, "%s: too few examples an intent to cross-fit its scorers (an "
+                           "intent needs two); their probabilities are averaged with equal weights",
+                           self.component_name())
+            for member in self.members_:
+                member.weight = 1.0 / len(self.members_) if len(held) > 1 else 1.0
+            return
+        logs = np.stack([np.log(np.maximum(p, 1e-12)) for p in held])  # [K, H, N]
+        weights = _likeliest_weights(logs, targets)
+        combined = np.tensordot(weights, logs, axes=1).argmax(axis=1)
+        accuracy = float((combined == targets).mean())
+        alone = [(float((p.argmax(axis=1) == targets).mean()), k) for k, p in enumerate(held)]
+        best, k = max(alone)
+        if best > accuracy:
+            weights = np.zeros(len(held))
+            weights[k] = _likeliest_weights(logs[k : k + 1], targets)[0]
+        for member, weight in zip(self.members_, weights, strict=True):
+            member.weight = float(weight)
+        members = {m.name: a for m, (a, _) in zip(self.members_, alone, strict=True)}
+        self.fit_notes_ = {"held_out": len(targets), "combined_accuracy": accuracy,
+                           "members_accuracy": members}
+
+    def _calibrate(self, examples: list[Message], labels: np.ndarray, assignment: np.ndarray,
+                   held: dict[str, tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> None:
+        """The one calibration of the combined confidences, from its held-out predictions."""
+        if not self.config.calibration:
+            return
+        combined = self._combine([held[m.name][0][rows] for m in self.members_])
+        vectors = sentence_vectors(examples, self.origins_) if self.origins_ else None
+        own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
+        self.calibration_ = calibration.cross_fitted(combined, rows, labels, vectors, assignment, own)
+        self.calibration_.notes.update(getattr(self, "fit_notes_", {}))
+        if not self.calibration_.calibrated:
+            logger.log(NOTICE, "%s: too few examples to hold %d out by cross-fitting; its "
+                       "confidences are not calibrated", self.component_name(), calibration.MIN_HELD_OUT)
+
+    # --- parsing --------------------------------------------------------------------------
+    def _combine(self, probabilities: list[np.ndarray]) -> np.ndarray:
+        """``softmax(sum_m w_m log p_m)`` [B, N] of the members' probabilities [B, N] each."""
+        z = np.zeros_like(probabilities[0], dtype=np.float64)
+        for member, p in zip(self.members_, probabilities, strict=True):
+            z += member.weight * np.log(np.maximum(p, 1e-12))
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def _member_probabilities(self, messages: list[Message]) -> list[np.ndarray]:
+        out = []
+        for member in self.members_:
+            if member.head is not None:
+                vectors = sentence_vectors(messages, [member.name])
+                if vectors is None:  # messages without the features: a blank vector
+                    vectors = np.zeros((len(messages), member.head.weights.shape[0]), np.float32)
+                out.append(member.head.probabilities(vectors))
+            else:
+                out.append(scores.gather(messages, member.name, self.intents_)[0])
+        return out
+
+    def process(self, messages: list[Message]) -> None:
+        todo = [m for m in messages if m.tokens.get(TEXT)]
+        if not todo or not self.intents_:
+            return
+        if not self.members_:
+            confidences = np.full((len(todo), len(self.intents_)), 1.0 / len(self.intents_))
+        else:
+            confidences = self._combine(self._member_probabilities(todo))
+            vectors = sentence_vectors(todo, self.origins_) if self.origins_ else None
+            own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
+            confidences = self.calibration_.apply(confidences, vectors, exempt=own)
+        for message, row in zip(todo, confidences, strict=True):
+            write_intent(message, self.intents_, row, self.config.ranking_length,
+                         self.config.renormalize_confidences)
+
+    # --- persistence ----------------------------------------------------------------------
+    def persist(self, directory: Path) -> None:
+        state: dict[str, Any] = {
+            "intents": self.intents_, "out_of_scope_intent": self.out_of_scope_intent_,
+            "members": [{"kind": m.kind, "name": m.name, "weight": m.weight} for m in self.members_],
+            "origins": self.origins_,
+        }
+        (directory / STATE_FILE).write_text(json.dumps(state, indent=1))
+        for i, member in enumerate(self.members_):
+            if member.head is not None:
+                (directory / f"head_{i}").mkdir()
+                member.head.persist(directory / f"head_{i}")
+        self.calibration_.persist(directory)
+
+    @classmethod
+    def load(cls, directory: Path, config: IntentCombiner.Config) -> IntentCombiner:
+        component = cls(config)
+        state = json.loads((directory / STATE_FILE).read_text(encoding="utf-8"))
+        component.intents_ = [str(i) for i in state["intents"]]
+        component.out_of_scope_intent_ = state.get("out_of_scope_intent")
+        component.origins_ = [str(o) for o in state.get("origins", [])]
+        component.members_ = []
+        for i, entry in enumerate(state["members"]):
+            kind, weight = str(entry["kind"]), float(entry["weight"])
+            if kind not in ("head", "recorded") or not np.isfinite(weight) or weight < 0:
+                raise ValueError(f"{STATE_FILE}: member {i} is not a head or recorded scorer "
+                                 "with a weight of at least 0")
+            head = None
+            if kind == "head":
+                head = SentenceHead.load(directory / f"head_{i}", labels=len(component.intents_))
+                if head is None:
+                    raise ValueError(f"{STATE_FILE}: member {i}'s head is missing (head_{i}/)")
+            component.members_.append(Member(kind, str(entry["name"]), weight, head))
+        component.calibration_ = calibration.Calibration.load(directory)
+        return component
+
+
+def _spread(probabilities: np.ndarray, rows: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """Out-of-fold probabilities [H, N] of examples ``rows`` [H] spread to all ``total``
+    examples [M, N], with a flag [M] for those predicted."""
+    out = np.zeros((total, probabilities.shape[1] if probabilities.ndim == 2 else 0))
+    present = np.zeros(total, bool)
+    if len(rows):
+        out[rows] = probabilities
+        present[rows] = True
+    return out, present
+
+
+def _likeliest_weights(logs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Weights [K] in [0, MAX_WEIGHT] maximising the likelihood of ``targets`` [H] under
+    ``softmax(sum_k w_k logs_k)``, from the members' log probabilities [K, H, N] (L-BFGS-B with
+    the exact gradient)."""
+    from scipy.optimize import minimize
+
+    rows = np.arange(len(targets))
+
+    def nll(w: np.ndarray) -> tuple[float, np.ndarray]:
+        z = np.tensordot(w, logs, axes=1)  # [H, N]
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        p = e / e.sum(axis=1, keepdims=True)
+        value = float(np.mean(np.log(e.sum(axis=1)) - z[rows, targets]))
+        # d/dw_k: mean over rows of (E_p[logs_k] - logs_k[target])
+        grad = np.einsum("khn,hn->k", logs, p) / len(rows) - logs[:, rows, targets].mean(axis=1)
+        return value, grad
+
+    start = np.ones(len(logs))
+    result = minimize(nll, start, jac=True, method="L-BFGS-B", bounds=[(0.0, MAX_WEIGHT)] * len(logs))
+    return np.asarray(result.x, np.float64)

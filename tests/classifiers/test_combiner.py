@@ -1,0 +1,125 @@
+"""The intent combiner: sentence heads and recorded scorers weighed on held-out predictions,
+never worse than its best member where it is fitted, calibrated once, persisted as numbers."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nlu_engine.assembly.model import Model, train
+from nlu_engine.classifiers import scores
+from nlu_engine.classifiers.combiner import STATE_FILE, IntentCombiner, _likeliest_weights
+from nlu_engine.contract.message import Features, Message, Token
+from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.training_data import write_data
+from tests.classifiers.test_sentence_head import few_shot
+
+
+def clustered_messages(per_label: int, labels: int, seed: int, noise: dict[str, float],
+                       dim: int = 12) -> list[Message]:
+    """Messages of ``labels`` intents, each with one dense sentence feature per origin in
+    ``noise``: the intent's centre plus noise of that spread (a large spread: an origin that
+    tells little)."""
+    rng = np.random.default_rng(seed)
+    centres = {origin: rng.normal(size=(labels, dim)) for origin in noise}
+    messages = []
+    for label in range(labels):
+        for _ in range(per_label):
+            message = Message(text=f"m{label}", intent=f"intent_{label}")
+            message.tokens["text"] = [Token(text=f"m{label}", start=0, end=len(f"m{label}"))]
+            for origin, spread in noise.items():
+                vector = centres[origin][label] + spread * rng.normal(size=dim)
+                message.features.append(Features(attribute="text", kind="sentence", origin=origin,
+                                                 matrix=vector[None, :].astype(np.float32)))
+            messages.append(message)
+    return messages
+
+
+def test_an_uninformative_member_gets_little_weight_and_the_whole_is_not_worse() -> None:
+    train_messages = clustered_messages(12, 6, seed=0, noise={"good": 0.6, "noise": 50.0})
+    combiner = IntentCombiner(random_seed=0)
+    combiner.train(TrainingData(messages=train_messages))
+    weights = {m.name: m.weight for m in combiner.members_}
+    assert weights["good"] > 5 * weights["noise"]
+    notes = combiner.calibration_.notes
+    assert notes["combined_accuracy"] >= max(notes["members_accuracy"].values())
+    assert combiner.calibration_.calibrated
+    test = clustered_messages(20, 6, seed=0, noise={"good": 0.6, "noise": 50.0})[::3]
+    combiner.process(test)
+    assert np.mean([m.intent == f"intent_{m.text[1:]}" for m in test]) > 0.8
+
+
+def test_likeliest_weights_find_the_sharper_of_two_members() -> None:
+    rng = np.random.default_rng(1)
+    targets = rng.integers(0, 4, 300)
+    sharp = np.eye(4)[targets] * 3 + rng.normal(size=(300, 4))
+    blurred = rng.normal(size=(300, 4))
+    logs = np.stack([sharp - np.log(np.exp(sharp).sum(1, keepdims=True)),
+                     blurred - np.log(np.exp(blurred).sum(1, keepdims=True))])
+    w = _likeliest_weights(logs, targets)
+    assert w[0] > 0.5 and w[1] < 0.2
+
+
+def test_recorded_scores_join_only_with_enough_held_out_predictions(caplog: pytest.LogCaptureFixture) -> None:
+    messages = clustered_messages(10, 4, seed=2, noise={"vec": 0.8})
+    intents = [f"intent_{i}" for i in range(4)]
+    for message in messages[:30]:  # enough held-out predictions, and right ones
+        right = np.eye(4)[intents.index(message.intent or "")] * 0.9 + 0.025
+        scores.record(message, "DIETClassifier_3", intents, right)
+    combiner = IntentCombiner(random_seed=0)
+    combiner.train(TrainingData(messages=messages))
+    assert [m.name for m in combiner.members_] == ["vec", "DIETClassifier_3"]
+    few = clustered_messages(10, 4, seed=2, noise={"vec": 0.8})
+    for message in few[:5]:
+        scores.record(message, "DIETClassifier_3", intents, np.full(4, 0.25))
+    with caplog.at_level(logging.INFO):
+        combiner.train(TrainingData(messages=few))
+    assert [m.name for m in combiner.members_] == ["vec"]
+    assert "too few held-out predictions to weigh DIETClassifier_3 (5 held out" in caplog.text
+
+
+def test_one_example_an_intent_trains_with_a_notice(caplog: pytest.LogCaptureFixture) -> None:
+    messages = clustered_messages(1, 5, seed=3, noise={"a": 0.5, "b": 0.5})
+    with caplog.at_level(logging.INFO):
+        combiner = IntentCombiner()
+        combiner.train(TrainingData(messages=messages))
+    assert "too few examples an intent to cross-fit its scorers" in caplog.text
+    assert not combiner.calibration_.calibrated
+    combiner.process(messages)
+    assert all(m.intent is not None for m in messages)
+
+
+def test_persist_and_load_give_the_same_confidences(tmp_path: Path) -> None:
+    messages = clustered_messages(8, 5, seed=4, noise={"a": 0.7, "b": 1.5})
+    combiner = IntentCombiner(random_seed=0)
+    combiner.train(TrainingData(messages=messages))
+    combiner.persist(tmp_path)
+    loaded = IntentCombiner.load(tmp_path, combiner.config)
+    first, second = clustered_messages(3, 5, seed=9, noise={"a": 0.7, "b": 1.5}), \
+        clustered_messages(3, 5, seed=9, noise={"a": 0.7, "b": 1.5})
+    combiner.process(first)
+    loaded.process(second)
+    assert [m.intent_ranking for m in first] == [m.intent_ranking for m in second]
+    state = (tmp_path / STATE_FILE).read_text()
+    (tmp_path / STATE_FILE).write_text(state.replace('"head"', '"mystery"', 1))
+    with pytest.raises(ValueError, match="not a head or recorded scorer"):
+        IntentCombiner.load(tmp_path, combiner.config)
+
+
+def test_a_pipeline_with_diet_and_the_combiner_trains_and_parses(tmp_path: Path) -> None:
+    data = tmp_path / "nlu.yml"
+    write_data(few_shot(6), data)
+    config = {"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+        {"name": "UniversalSentenceEncoderFeaturizer"},
+        {"name": "DIETClassifier", "epochs": 2, "show_progress": False, "transformer_size": 16,
+         "number_of_transformer_layers": 1},
+        {"name": "IntentCombiner"},
+    ]}
+    archive = train(config, data, tmp_path / "models")
+    model = Model.load(archive)
+    result = model.parse("what is the weather like")
+    assert result["intent"]["name"] and 0.0 <= result["intent"]["confidence"] <= 1.0

@@ -9,19 +9,62 @@ p50 ms for one message and its ms per message in the batch, in wall time and in 
 time (which a machine shared with other work inflates less), and the whole parse's for reference
 (the pipeline's ``process``, without building the result dicts; the components' p50s need
 not add up to the whole's p50, their means would).
+
+Within DIET (and the ResponseSelector, which parses the same way) it also times each stage of
+``process``: "inputs" (messages to arrays: ``encoding.encode``, ``make_batch`` and the graph's
+feeds), "graph" (the ONNX Runtime call) and "CRF decode" (``crf_decode.decode_tag_sets``),
+listed under the component as "<component> · <stage>"; what is left of its time is the
+intents' softmax, calibration and writing the results into the messages.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from nlu_engine.assembly.model import Model
+from nlu_engine.classifiers.diet import batching, encoding, inference
 from nlu_engine.contract.message import Message
+from nlu_engine.evaluation.benchmarking import cpu_model
+from nlu_engine.nn.onnx_runtime import Sessions
 from nlu_engine.training_data import load_data
+
+#: the component whose ``process`` runs now, and the stage times recorded inside it (wall, CPU)
+_current: dict[str, Any] = {"component": "", "wall": {}, "cpu": {}}
+
+
+def _timed(stage: str, function: Callable) -> Callable:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        begin, begin_cpu = time.perf_counter(), time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            key = f"{_current['component']} · {stage}"
+            _current["wall"][key] = _current["wall"].get(key, 0.0) + (time.perf_counter() - begin) * 1000
+            _current["cpu"][key] = _current["cpu"].get(key, 0.0) + (time.process_time() - begin_cpu) * 1000
+    return wrapper
+
+
+@contextlib.contextmanager
+def diet_stages() -> Iterator[None]:
+    """Time DIET's stages (module doc) while the block runs: the functions wrapped, then put back."""
+    patches = [(encoding, "encode", "inputs"), (batching, "make_batch", "inputs"),
+               (inference.DIETInference, "feeds", "inputs"), (Sessions, "run_all", "graph"),
+               (inference, "decode_tag_sets", "CRF decode")]
+    originals = [getattr(owner, name) for owner, name, _ in patches]
+    for (owner, name, stage), original in zip(patches, originals, strict=True):
+        setattr(owner, name, _timed(stage, original))
+    try:
+        yield
+    finally:
+        for (owner, name, _), original in zip(patches, originals, strict=True):
+            setattr(owner, name, original)
 
 
 def timed_parse(model: Model, texts: list[str], wall: dict[str, list[float]],
@@ -31,10 +74,15 @@ def timed_parse(model: Model, texts: list[str], wall: dict[str, list[float]],
     messages = [Message(text=text.strip()) for text in texts]
     start, start_cpu = time.perf_counter(), time.process_time()
     for i, component in enumerate(model.pipeline.components):
+        name = f"{i}_{component.component_name()}"
+        _current.update(component=name, wall={}, cpu={})
         begin, begin_cpu = time.perf_counter(), time.process_time()
         component.process(messages)
-        wall[f"{i}_{component.component_name()}"].append((time.perf_counter() - begin) * 1000)
-        cpu[f"{i}_{component.component_name()}"].append((time.process_time() - begin_cpu) * 1000)
+        wall[name].append((time.perf_counter() - begin) * 1000)
+        cpu[name].append((time.process_time() - begin_cpu) * 1000)
+        for stage, ms in _current["wall"].items():
+            wall[stage].append(ms)
+            cpu[stage].append(_current["cpu"][stage])
     wall["whole parse"].append((time.perf_counter() - start) * 1000)
     cpu["whole parse"].append((time.process_time() - start_cpu) * 1000)
 
@@ -61,14 +109,16 @@ def main(argv: list[str] | None = None) -> int:
     model = Model.load(args.model)
     texts = [m.text for m in load_data(args.data).messages]
     model.parse_batch(texts[:64])  # warm-up: first-call costs are not parse latency
-    runs = [one_run(model, texts) for _ in range(args.runs)]
+    print(f"CPU: {cpu_model()}")
+    with diet_stages():
+        runs = [one_run(model, texts) for _ in range(args.runs)]
     median = {name: {key: round(statistics.median(run[name][key] for run in runs), 3)
                      for key in runs[0][name]} for name in runs[0]}
     for name, figures in median.items():
         print(f"{name:40s} p50 {figures['p50_ms']:6.3f} ms (CPU {figures['cpu_p50_ms']:6.3f})   "
               f"batched {figures['batched_ms_per_message']:6.3f} ms/msg "
               f"(CPU {figures['batched_cpu_ms_per_message']:6.3f})")
-    print(json.dumps({"model": args.model, "runs": args.runs, "median": median}))
+    print(json.dumps({"model": args.model, "cpu": cpu_model(), "runs": args.runs, "median": median}))
     return 0
 
 

@@ -40,9 +40,10 @@ def decodes_after(epoch: int, epochs: int) -> bool:
 class TagF1Monitor(Callback):
     """Adds the token F1 of each tag set ("e_f1", "r_f1", "g_f1") to an epoch's metrics.
 
-    It is Viterbi decoding, as in prediction, of a fixed sample of training examples, on about
-    20 epochs of a training (``decodes_after``). The argmax of the tag logits, which each step
-    could afford, says little under a CRF: it reads far below what decoding scores.
+    It is the parse's own decode (``crf_decode``: Viterbi) of a fixed sample of training
+    examples, on about 20 epochs of a training (``decodes_after``). The argmax of the tag
+    logits, which each step could afford, says little under a CRF: it reads far below what
+    decoding scores.
     """
 
     def __init__(self, score: Score, sample: Any, kinds: list[str]) -> None:

@@ -1,4 +1,7 @@
-"""Linear-chain CRF in plain TensorFlow ops (no tensorflow-addons).
+"""Linear-chain CRF in plain TensorFlow ops (no tensorflow-addons): the training loss.
+
+Decoding (Viterbi and marginals) is NumPy, ``crf_decode.py``, the one decode of parsing and of
+training's monitors; ``CRF.decoder`` hands it the current transitions and constraints.
 
 Notation: B batch, T time steps (padded), K tags. ``logits[b, t, k]`` are the unary
 potentials, ``transitions[i, j]`` the score of moving from tag i to tag j. As in Rasa (and
@@ -12,8 +15,7 @@ previous tag is done as a matrix product in shifted exp-space::
     logsumexp_i(a[b, i] + W[i, j]) = m_b + M + log(sum_i exp(a[b, i] - m_b) exp(W[i, j] - M))
 
 with ``m_b = max_i a[b, i]`` and ``M = max W``; that is one [B, K] x [K, K] matmul per step
-instead of a [B, K, K] broadcast, which matters for K ~ 160. Viterbi needs a real max and
-keeps a [B, K, K] broadcast in its forward pass (decoding only, no gradient).
+instead of a [B, K, K] broadcast, which matters for K ~ 160.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from nlu_engine.classifiers.diet.crf_decode import FORBIDDEN, CRFDecoder
+
 # log() floor for the exp-space matmul; only reached when transition scores span > ~80 nats
 _TINY = 1e-30
-# score of a transition (or a first / last tag) that the tagging scheme forbids
-_FORBIDDEN = -1e4
 
 
 def _shifted_exp_transitions(transitions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
@@ -107,75 +109,8 @@ def crf_log_likelihood(
     return score - crf_log_norm(logits, lengths, transitions)  # [B]
 
 
-def crf_viterbi_decode(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
-    """Highest-scoring tag path, tags [B, T] int32 with padding positions set to 0.
-
-    logits [B, T, K], lengths [B] int32, transitions [K, K]
-
-    The forward pass keeps only the max-scores delta[t] (no [B, K] backpointers per step);
-    the backward pass recomputes the one argmax it needs: y_{t-1} = argmax_i(delta[t-1, i] +
-    W[i, y_t]), which is [B, K] work per step instead of [B, K, K].
-    """
-    lengths = tf.cast(lengths, tf.int32)
-    logits_tm = tf.transpose(logits, [1, 0, 2])  # [T, B, K]
-    max_len = tf.shape(logits_tm)[0]
-    times = tf.range(max_len)  # [T]
-    transitions_t = tf.transpose(transitions)  # [K_next, K_prev]: reduce over the last axis
-
-    def forward(delta: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        logit_t, t = elems  # [B, K], scalar
-        candidates = delta[:, None, :] + transitions_t[None]  # [B, K_next, K_prev]
-        new_delta = tf.reduce_max(candidates, axis=-1) + logit_t  # [B, K]
-        # t = 0 keeps the initializer; past the end the score is carried over
-        return tf.where(((t > 0) & (t < lengths))[:, None], new_delta, delta)
-
-    deltas = tf.scan(forward, (logits_tm, times), initializer=logits_tm[0])  # [T, B, K]
-    last_tag = tf.argmax(deltas[-1], axis=-1, output_type=tf.int32)  # [B]
-
-    def backward(tag_next: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        delta_t, t = elems  # delta[t] [B, K], scalar t; tag_next = y_{t+1}
-        scores = delta_t + tf.gather(transitions_t, tag_next)  # [B, K_prev]
-        tag_t = tf.argmax(scores, axis=-1, output_type=tf.int32)  # [B]
-        return tf.where(t + 1 < lengths, tag_t, tag_next)  # last real position and beyond
-
-    tags = tf.scan(backward, (deltas, times), initializer=last_tag, reverse=True)  # [T, B]
-    tags = tf.transpose(tags)  # [B, T]
-    return tags * tf.sequence_mask(lengths, maxlen=max_len, dtype=tf.int32)
-
-
-def crf_marginals(logits: tf.Tensor, lengths: tf.Tensor, transitions: tf.Tensor) -> tf.Tensor:
-    """Per-token marginals p(y_t = k | x) [B, T, K] by forward-backward in log space.
-
-    Each real position sums to 1 over k; padding positions are 0.
-    logits [B, T, K], lengths [B] int32, transitions [K, K]
-    """
-    lengths = tf.cast(lengths, tf.int32)
-    alphas = _forward_alphas(logits, lengths, transitions)  # [T, B, K]
-    log_z = _log_partition(alphas, lengths)  # [B]
-
-    logits_tm = tf.transpose(logits, [1, 0, 2])  # [T, B, K]
-    exp_trans, shift = _shifted_exp_transitions(transitions)
-    exp_trans_t = tf.transpose(exp_trans)  # sums over the *next* tag
-
-    def backward(beta_next: tf.Tensor, elems: tuple[tf.Tensor, tf.Tensor]) -> tf.Tensor:
-        logit_next, t = elems  # logits at t+1 [B, K], scalar t
-        # beta[t, b, i] = logsumexp_j(W[i, j] + logits[t+1, b, j] + beta[t+1, b, j])
-        beta = _logsumexp_matmul(logit_next + beta_next, exp_trans_t, shift)  # [B, K]
-        return tf.where((t + 1 < lengths)[:, None], beta, tf.zeros_like(beta))
-
-    zeros = tf.zeros_like(logits_tm[0])  # [B, K]; beta at the last real position is 0
-    logits_next = tf.concat([logits_tm[1:], zeros[None]], axis=0)  # [T, B, K] logits at t+1
-    times = tf.range(tf.shape(logits_tm)[0])  # [T]
-    betas = tf.scan(backward, (logits_next, times), initializer=zeros, reverse=True)  # [T, B, K]
-
-    log_marginals = alphas + betas - log_z[None, :, None]  # [T, B, K]
-    marginals = tf.transpose(tf.exp(log_marginals), [1, 0, 2])  # [B, T, K]
-    mask = tf.sequence_mask(lengths, maxlen=tf.shape(logits)[1], dtype=marginals.dtype)
-    return marginals * mask[:, :, None]
-
-
 class CRF(keras.layers.Layer):
-    """CRF head: owns the transition matrix, computes the tagging loss and decodes.
+    """CRF head: owns the transition matrix and computes the tagging loss; ``decoder`` decodes.
 
     ``transitions`` [K, K] (variable name "transitions", glorot-uniform, seeded through
     ``keras.utils.set_random_seed``) carries L2(``reg_lambda``); the penalty shows up in
@@ -209,8 +144,10 @@ class CRF(keras.layers.Layer):
 
         def penalty(mask: np.ndarray | None, shape: tuple[int, ...]) -> tf.Tensor:
             mask = np.ones(shape, bool) if mask is None else np.asarray(mask, bool)
-            return tf.constant(np.where(mask, 0.0, _FORBIDDEN), tf.float32)
+            return tf.constant(np.where(mask, 0.0, FORBIDDEN), tf.float32)
 
+        #: (allowed, may start, may end) as given, for the decoder; None: unconstrained
+        self.constraints = None if allowed is None else (allowed, start_allowed, end_allowed)
         self.transition_penalty = penalty(allowed, (num_tags, num_tags))  # [K, K]
         self.start_penalty = penalty(start_allowed, (num_tags,))  # [K]
         self.end_penalty = penalty(end_allowed, (num_tags,))  # [K]
@@ -236,16 +173,9 @@ class CRF(keras.layers.Layer):
             nll *= weight
         return tf.reduce_mean(nll)
 
-    def decode(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        """Viterbi tags [B, T] int32 and each tag's marginal probability [B, T] (0 at padding)."""
-        logits, transitions = self._constrained(logits, lengths)
-        tags = crf_viterbi_decode(logits, lengths, transitions)  # [B, T]
-        marginals = crf_marginals(logits, lengths, transitions)  # [B, T, K]
-        confidences = tf.gather(marginals, tags, batch_dims=2)  # [B, T]; padding rows are 0
-        return tags, confidences
-
-    def call(self, logits: tf.Tensor, lengths: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
-        return self.decode(logits, lengths)
+    def decoder(self) -> CRFDecoder:
+        """The NumPy decoder of the current transitions, with the same constraints."""
+        return CRFDecoder(np.asarray(self.transitions.numpy()), self.constraints)
 
     def get_config(self) -> dict:
         config = super().get_config()

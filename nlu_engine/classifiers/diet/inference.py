@@ -9,10 +9,11 @@ graph's feeds, and its outputs become the parse's arrays::
 
     batch (csr entries, dense features, lengths) ─► token_mask, slot, feeds ─► ONNX graph
     ─► intent similarities [B, N], sentence and text vectors, tag logits [B, T, K]
-    tags: logits ─► constrained Viterbi + forward-backward (NumPy) -> tags, confidences
+    tags: logits ─► constrained Viterbi + forward-backward (NumPy, ``crf_decode``) -> tags, confidences
 
-The CRF's decoding (a decoding algorithm, not a network) stays NumPy; so does adding the decoded
-entity tags' term to the role and group logits (a table row per tag, ``onnx_graph._tag_heads``).
+The CRF's decoding (a decoding algorithm, not a network) stays NumPy, in ``crf_decode.py``, the
+one decode training's monitors use too; so does adding the decoded entity tags' term to the
+role and group logits (a table row per tag, ``onnx_graph._tag_heads``).
 
 Shapes: B batch, T tokens, N labels, K tags.
 """
@@ -23,12 +24,12 @@ import numpy as np
 
 from nlu_engine.classifiers.diet import onnx_graph
 from nlu_engine.classifiers.diet import weight_names as names
+from nlu_engine.classifiers.diet.crf_decode import CRFDecoder, decode_tag_sets
 from nlu_engine.classifiers.diet.spec import NetworkParams
 from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.nn.onnx_runtime import Sessions
 from nlu_engine.training_data.bilou import bilou_constraints
 
-_FORBIDDEN = -1e4  # score of a transition / first / last tag BILOU forbids (as crf.py)
 #: inputs up to this many positions run on a one-thread session, larger ones on all threads
 SINGLE_THREAD_MAX_POSITIONS = 256
 #: the dtype of each array a batch feeds the graph, by input name
@@ -37,92 +38,6 @@ _BATCH_INPUTS = {
        for part, dtype in (("ids", np.int32), ("values", np.float32), ("positions", np.int32))},
     "dense_seq": np.float32, "dense_sent": np.float32,
 }
-
-
-# --- CRF ----------------------------------------------------------------------------------------
-def viterbi(logits: np.ndarray, transitions: np.ndarray, transposed: bool = False) -> np.ndarray:
-    """Best tag path of one sequence: logits [n, K], transitions [K, K] -> tags [n].
-
-    ``transposed``: ``transitions`` is given as [K_next, K_prev] (then each step's max over the
-    previous tag runs along contiguous rows, faster than along columns for large tag sets).
-    """
-    n = logits.shape[0]
-    to_from = transitions if transposed else np.ascontiguousarray(transitions.T)  # [K_next, K_prev]
-    delta = logits[0]  # [K]
-    back = np.zeros((n, logits.shape[1]), np.intp)
-    rows = np.arange(logits.shape[1])
-    for t in range(1, n):
-        scores = to_from + delta  # [K_next, K_prev]
-        back[t] = scores.argmax(1)
-        delta = scores[rows, back[t]] + logits[t]
-    tags = np.zeros(n, np.intp)
-    tags[-1] = int(delta.argmax())
-    for t in range(n - 1, 0, -1):
-        tags[t - 1] = back[t, tags[t]]
-    return tags
-
-
-def marginals(
-    logits: np.ndarray, transitions: np.ndarray, exp_transitions: tuple[np.ndarray, float] | None = None
-) -> np.ndarray:
-    """p(y_t = k | x) of one sequence by forward-backward: logits [n, K], W [K, K] -> [n, K].
-
-    Each step's log-sum-exp over the previous (next) tag is a [K] x [K, K] product in shifted
-    exp space: logsumexp_i(a_i + W_ij) = m + M + log(sum_i exp(a_i - m) exp(W_ij - M)).
-    Forbidden transitions (-1e4) become exact zeros there. ``exp_transitions`` may pass
-    (exp(W - max W), max W) precomputed.
-    """
-    n, k = logits.shape
-    if exp_transitions is None:
-        shift = transitions.max()
-        exp_w = np.exp(transitions - shift)  # [K, K]
-    else:
-        exp_w, shift = exp_transitions
-    alpha = np.empty((n, k))
-    beta = np.zeros((n, k))
-    alpha[0] = logits[0]
-    for t in range(1, n):
-        m = alpha[t - 1].max()
-        summed = np.exp(alpha[t - 1] - m) @ exp_w  # [K]: sum over the previous tag
-        alpha[t] = np.log(np.maximum(summed, 1e-300)) + m + shift + logits[t]
-    for t in range(n - 2, -1, -1):
-        after = logits[t + 1] + beta[t + 1]  # [K]
-        m = after.max()
-        summed = exp_w @ np.exp(after - m)  # [K]: sum over the next tag
-        beta[t] = np.log(np.maximum(summed, 1e-300)) + m + shift
-    top = alpha[-1].max()
-    log_z = top + np.log(np.exp(alpha[-1] - top).sum())
-    return np.exp(alpha + beta - log_z)
-
-
-class CRFDecoder:
-    """A tag set's transitions with the BILOU penalties folded in; decodes one sequence."""
-
-    def __init__(self, transitions: np.ndarray, constraints: tuple | None) -> None:
-        k = transitions.shape[0]
-        if constraints:
-            allowed, start, end = constraints
-            self.transitions = transitions + np.where(allowed, 0.0, _FORBIDDEN).astype(np.float32)
-            self.start = np.where(start, 0.0, _FORBIDDEN).astype(np.float32)  # [K]
-            self.end = np.where(end, 0.0, _FORBIDDEN).astype(np.float32)  # [K]
-        else:
-            self.transitions = transitions
-            self.start = self.end = np.zeros(k, np.float32)
-        # what every decode needs, computed once: W transposed in float32 for Viterbi (its
-        # max/argmax are exact in float32), W in float64 and exp(W - max W) for the marginals
-        self._to_from = np.ascontiguousarray(self.transitions.T, dtype=np.float32)  # [K, K]
-        self._w64 = self.transitions.astype(np.float64)  # [K, K]
-        self._shift = float(self._w64.max())
-        self._exp_w = np.exp(self._w64 - self._shift)  # [K, K]
-
-    def decode(self, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """logits [n, K] of one sequence -> tags [n] and each tag's marginal probability [n]."""
-        logits = logits.astype(np.float64)  # 160 tags x a few steps: precision is free here
-        logits[0] += self.start
-        logits[-1] += self.end
-        tags = viterbi(logits.astype(np.float32), self._to_from, transposed=True)
-        probabilities = marginals(logits, self._w64, (self._exp_w, self._shift))  # [n, K]
-        return tags, probabilities[np.arange(len(tags)), tags].astype(np.float32)
 
 
 # --- the network --------------------------------------------------------------------------------
@@ -225,22 +140,9 @@ class DIETInference:
             return self._predict_batch(batch)
 
     def _predict_batch(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        lengths = batch["lengths"]
         graph = self.run(batch)
         out = {k: graph[k] for k in ("intent_sims", "sentence", "text_embed") if k in graph}
-        entity_tags: np.ndarray | None = None
-        for kind, decoder in self.decoders.items():
-            logits = graph[f"logits_{kind}"]  # [B, T, K]
-            if kind in self.tag_tables and entity_tags is not None:
-                logits = logits + self.tag_tables[kind][entity_tags]  # the entity tags' term
-            tags = np.zeros(logits.shape[:2], np.int32)
-            confidence = np.zeros(logits.shape[:2], np.float32)
-            for b, n in enumerate(lengths):
-                n = max(int(n), 1)
-                tags[b, :n], confidence[b, :n] = decoder.decode(logits[b, :n])
-            if kind == "entity":
-                entity_tags = tags
-            out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidence
+        out.update(decode_tag_sets(graph, self.tag_tables, batch["lengths"], self.decoders))
         return out
 
 

@@ -287,12 +287,35 @@ class DIETNetwork(keras.Model):
         return tf.gather(h, lengths, batch_dims=1)  # [B, U]: the position after the last token
 
     def tag_logits_for(self, name: str, h_tokens, entity_tags):
-        """Tag logits [B, T, K]; role and group see an embedding of the entity tags."""
+        """Tag logits [B, T, K]; role and group see an embedding of the entity tags [B, T] (None:
+        of no tag, the logits ``predict_batch`` gives, ``tag_tables`` the rest)."""
         if name == "entity":
             return tf.cast(self.tag_logits[name](h_tokens), tf.float32)
-        one_hot = tf.one_hot(entity_tags, self.data.num_tags["entity"])  # [B, T, K_e]
+        k_entity = self.data.num_tags["entity"]
+        if entity_tags is None:
+            one_hot = tf.zeros(tf.concat([tf.shape(h_tokens)[:2], [k_entity]], 0))  # [B, T, K_e]
+        else:
+            one_hot = tf.one_hot(entity_tags, k_entity)  # [B, T, K_e]
+        return self._tag_head(name, h_tokens, one_hot)
+
+    def _tag_head(self, name: str, h_tokens, one_hot):
         tag_embedding = tf.cast(self.entity_tag_embed(one_hot), h_tokens.dtype)
         return tf.cast(self.tag_logits[name](tf.concat([h_tokens, tag_embedding], -1)), tf.float32)
+
+    def tag_tables(self) -> dict[str, np.ndarray]:
+        """Per role / group tag set, each entity tag's term of its logits [K_entity, K] (NumPy):
+        the logits are linear in the entity tags' one-hot, and ``predict_batch`` gives them for
+        no tag. ``onnx_graph._tag_heads`` folds the same tables from the weights."""
+        tables: dict[str, np.ndarray] = {}
+        k_entity = self.data.num_tags.get("entity", 0)
+        for name, layer in self.tag_logits.items():
+            if name == "entity":
+                continue
+            width = int(layer.kernel.shape[0]) - self.entity_tag_embed.dim  # the states' U
+            tags = self._tag_head(name, tf.zeros((k_entity, 1, width)), tf.eye(k_entity)[:, None])
+            none = self._tag_head(name, tf.zeros((1, 1, width)), tf.zeros((1, 1, k_entity)))
+            tables[name] = (tags - none).numpy()[:, 0]  # [K_e, K]
+        return tables
 
     # ------------------------------------------------------------------------------------------
     def table_l2(self) -> list[tuple[Any, float]]:
@@ -380,7 +403,9 @@ class DIETNetwork(keras.Model):
 
     # ------------------------------------------------------------------------------------------
     def predict_batch(self, batch: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-        """Intent similarities [B, N] and, per tag set, decoded tags and confidences [B, T]."""
+        """Intent similarities [B, N] and per tag set its logits "logits_<set>" [B, T, K], a role's
+        or group's without the entity tags' term (``tag_tables``): NumPy decodes them
+        (``crf_decode.decode_tag_sets``, as a parse does; ``training.decode_tags``)."""
         lengths = batch["lengths"]
         max_len = batch["shape"][1]
         x, mask = self.encode_text(batch, training=False)
@@ -393,13 +418,8 @@ class DIETNetwork(keras.Model):
                 text[:, None, :], all_labels[None, :, :], self.intent_loss.similarity_type
             )  # [B, N]
         h_tokens = h[:, :max_len]
-        entity_tags = None
         for name in self.tag_crf:
-            logits = self.tag_logits_for(name, h_tokens, entity_tags)
-            tags, confidence = self.tag_crf[name].decode(logits, lengths)  # [B, T] each
-            if name == "entity":
-                entity_tags = tags
-            out[f"tags_{name}"], out[f"conf_{name}"] = tags, confidence
+            out[f"logits_{name}"] = self.tag_logits_for(name, h_tokens, None)  # [B, T, K]
         return out
 
 

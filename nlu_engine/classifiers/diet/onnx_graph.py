@@ -2,11 +2,12 @@
 
 DIET (and the ResponseSelector, with or without a transformer) parses only here: one ONNX
 Runtime call per batch runs the network from the featurized message to the intent (response)
-similarities and the tag logits; ``inference.py`` feeds it and decodes the tags (the CRF's
-Viterbi and marginals, a decoding algorithm, not a network). The graph is written with
-``nn.onnx_builder`` in memory from the archive's named weights (``weight_names``) when a model
-loads: the archive stays as it was (``.npz``). It is float32 whatever the model's runtime, and
-gives TensorFlow's outputs within float32 rounding for every variant (tests/classifiers/diet)::
+similarities and the tag logits; ``inference.py`` feeds it and decodes the tags with
+``crf_decode.py`` (the CRF's Viterbi and marginals, a decoding algorithm, not a network). The
+graph is written with ``nn.onnx_builder`` in memory from the archive's named weights
+(``weight_names``) when a model loads: the archive stays as it was (``.npz``). It is float32
+whatever the model's runtime, and gives TensorFlow's outputs within float32 rounding for every
+variant (tests/classifiers/diet)::
 
     inputs: token_mask [B, T], slot [B, L] (one-hot of the sentence position, L = T + 1),
             per sparse input its csr entries (ids, values, flat positions) [nnz] and its

@@ -37,6 +37,7 @@ from nlu_engine.classifiers.diet.callbacks import (
     TensorBoardLogger,
     require_tensorboard,
 )
+from nlu_engine.classifiers.diet.crf_decode import decode_tag_sets
 from nlu_engine.classifiers.diet.encoders import input_widths
 from nlu_engine.classifiers.diet.loop import Callback, train_epochs
 from nlu_engine.classifiers.diet.model import DIETNetwork
@@ -121,12 +122,30 @@ def build_network(spec: TrainingSpec, ragged: dict[str, tf.TensorSpec] | None = 
     return network
 
 
+def decode_tags(
+    network: DIETNetwork, outputs: dict[str, np.ndarray], lengths: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The tags and confidences [B, T] of ``network.predict_batch``'s logits (NumPy), decoded
+    with the network's current transitions by the decoder a parse uses (``crf_decode``)."""
+    decoders = {kind: crf.decoder() for kind, crf in network.tag_crf.items()}
+    return decode_tag_sets(outputs, network.tag_tables(), lengths, decoders)
+
+
 def compiled_predict(network: DIETNetwork, ragged: dict[str, tf.TensorSpec] | None = None):
+    """A batch (NumPy arrays) -> the network's outputs as NumPy arrays, with the tags decoded
+    (``decode_tags``): what training's monitors score."""
     signature = {**input_signature(network.spec, False), **(ragged or {})}
     if network.spec.training.run_eagerly:
-        return lambda batch: network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
-    function = tf.function(network.predict_batch, input_signature=[signature])
-    return lambda batch: function({k: batch[k] for k in signature})
+        def function(batch: dict[str, Any]) -> dict[str, tf.Tensor]:
+            return network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
+    else:
+        function = tf.function(network.predict_batch, input_signature=[signature])
+
+    def predict(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outputs = {k: v.numpy() for k, v in function({k: batch[k] for k in signature}).items()}
+        return {**outputs, **decode_tags(network, outputs, batch["lengths"])}
+
+    return predict
 
 
 def _holdout(labels: np.ndarray, size: int, seed: int | None) -> np.ndarray:
@@ -161,7 +180,7 @@ def evaluate(predict, data: EncodedData, kinds: list[str]) -> dict[str, float]:
     for start in range(0, len(data), 256):
         index = np.arange(start, min(start + 256, len(data)))
         batch = make_batch(data, index)
-        out = {k: v.numpy() for k, v in predict(batch).items()}
+        out = predict(batch)
         if "intent_sims" in out:
             correct += int((out["intent_sims"].argmax(-1) == batch["label_ids"]).sum())
             total += len(index)

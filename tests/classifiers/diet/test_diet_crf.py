@@ -1,4 +1,7 @@
-"""CRF functions against brute-force enumeration of every tag path on tiny inputs."""
+"""The CRF's training loss (TensorFlow) and its one decode (NumPy, ``crf_decode``) against
+brute-force enumeration of every tag path on tiny inputs, and the decode against a plain
+per-sequence reference (log-space Viterbi and forward-backward over every transition) on
+BILOU tag sets of realistic size."""
 
 from __future__ import annotations
 
@@ -9,12 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from nlu_engine.classifiers.diet.crf import (
-    CRF,
-    crf_log_likelihood,
-    crf_marginals,
-    crf_viterbi_decode,
-)
+from nlu_engine.classifiers.diet.crf import CRF, crf_log_likelihood
+from nlu_engine.classifiers.diet.crf_decode import FORBIDDEN, CRFDecoder
+from nlu_engine.training_data.bilou import bilou_constraints
 
 K, T = 3, 4
 LENGTHS = np.array([4, 2, 1, 0, 3], dtype=np.int32)
@@ -66,29 +66,108 @@ def test_padding_tags_and_logits_are_ignored(inputs) -> None:
     )
 
 
-def test_viterbi_matches_enumeration(inputs) -> None:
-    logits, transitions, _ = inputs
-    got = crf_viterbi_decode(logits, LENGTHS, transitions).numpy()
-    assert got.dtype == np.int32
-    for b, length in enumerate(LENGTHS):
-        assert (got[b, length:] == 0).all()
-        if length:
-            scores = _path_scores(logits[b], transitions, length)
-            assert tuple(got[b, :length]) == max(scores, key=scores.get)
+def _marginals(decoder: CRFDecoder, logits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Every tag's marginal [B, T, K] from the decoder, in the vocabulary's order."""
+    unary = logits[:, :, decoder.order].astype(np.float64)
+    clipped = np.maximum(lengths, 1)
+    unary[:, 0] += decoder.start
+    unary[np.arange(len(lengths)), clipped - 1] += decoder.end
+    inside = decoder._marginals(unary, clipped, True)
+    out = np.zeros_like(inside)
+    out[:, :, decoder.order] = inside
+    return out * (np.arange(logits.shape[1])[None, :] < clipped[:, None])[..., None]
 
 
-def test_marginals_match_enumeration(inputs) -> None:
+def test_decode_matches_enumeration(inputs) -> None:
+    """Tags, confidences and every marginal of the NumPy decode, unconstrained, on a batch with
+    padding and a length 0 (which decodes its first position, as a parse does)."""
     logits, transitions, _ = inputs
-    got = crf_marginals(logits, LENGTHS, transitions).numpy()
+    decoder = CRFDecoder(transitions, None)
+    tags, confidences = decoder.decode(logits, LENGTHS)
+    marginals = _marginals(decoder, logits, LENGTHS)
+    assert tags.dtype == np.int32 and confidences.dtype == np.float32
     for b, length in enumerate(LENGTHS):
+        n = max(length, 1)
+        assert (tags[b, n:] == 0).all() and (confidences[b, n:] == 0).all()
+        scores = _path_scores(logits[b], transitions, n)
+        assert tuple(tags[b, :n]) == max(scores, key=scores.get)
         expected = np.zeros((T, K))
-        if length:
-            scores = _path_scores(logits[b], transitions, length)
-            log_z = _log_z(scores)
-            for path, score in scores.items():
-                expected[np.arange(length), path] += np.exp(score - log_z)
-            np.testing.assert_allclose(got[b, :length].sum(-1), 1.0, rtol=1e-5)
-        np.testing.assert_allclose(got[b], expected, atol=1e-5)
+        log_z = _log_z(scores)
+        for path, score in scores.items():
+            expected[np.arange(n), path] += np.exp(score - log_z)
+        np.testing.assert_allclose(marginals[b, :n], expected[:n], atol=1e-6)  # float32 path sums
+        np.testing.assert_allclose(confidences[b, :n], expected[np.arange(n), tags[b, :n]], atol=1e-6)
+
+
+def test_constrained_decode_matches_enumeration() -> None:
+    """BILOU constraints on a tag set large enough for both of the decode's forms (a dense block
+    and gathered sources): every allowed path enumerated, batch sizes 1 and many."""
+    # 4 types: O, B-x and U-x follow 9 tags (a dense block), I-x and L-x 2 (gathered)
+    vocabulary = ["O"] + [f"{p}-e{i}" for i in range(4) for p in "BILU"]
+    allowed, start, end = bilou_constraints(vocabulary)
+    k = len(vocabulary)
+    rng = np.random.default_rng(11)
+    transitions = rng.normal(size=(k, k)).astype(np.float32)
+    lengths = np.array([3, 1, 2, 3, 3, 2, 1, 3, 2, 3])  # more rows than a full product takes
+    logits = rng.normal(scale=2.0, size=(len(lengths), 3, k)).astype(np.float32)
+    decoder = CRFDecoder(transitions, (allowed, start, end))
+    batched = decoder.decode(logits, lengths)
+    for b, n in enumerate(lengths):
+        penalised = np.where(allowed, transitions, transitions + FORBIDDEN)
+        unary = logits[b, :n] + np.where(start, 0, FORBIDDEN) * (np.arange(n) == 0)[:, None]
+        unary = unary + np.where(end, 0, FORBIDDEN) * (np.arange(n) == n - 1)[:, None]
+        scores = {path: float(sum(unary[t, y] for t, y in enumerate(path))
+                              + sum(penalised[a, c] for a, c in itertools.pairwise(path)))
+                  for path in itertools.product(range(k), repeat=n)}
+        best = max(scores, key=scores.get)
+        log_z = _log_z(scores)
+        expected = [sum(np.exp(s - log_z) for p, s in scores.items() if p[t] == best[t]) for t in range(n)]
+        for tags, confidences in (batched, decoder.decode(logits[b:b + 1, :n], lengths[b:b + 1])):
+            row = 0 if len(tags) == 1 else b
+            assert tuple(tags[row, :n]) == best
+            np.testing.assert_allclose(confidences[row, :n], expected, atol=1e-6)
+
+
+def _reference_decode(logits: np.ndarray, transitions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One sequence [n, K], every transition visited: float32 Viterbi (as the parse decoded before
+    the batched decode) and log-space forward-backward in float64 -> tags [n], confidences [n]."""
+    n = len(logits)
+    delta, back = logits[0].astype(np.float32), np.zeros((n, logits.shape[1]), np.intp)
+    for t in range(1, n):
+        scores = delta[:, None] + transitions  # [K_prev, K_next]
+        back[t] = scores.argmax(0)
+        delta = scores.max(0) + logits[t].astype(np.float32)
+    tags = [int(delta.argmax())]
+    for t in range(n - 1, 0, -1):
+        tags.insert(0, int(back[t, tags[0]]))
+    marginals = _marginals_reference(logits, transitions)
+    return np.array(tags), marginals[np.arange(n), tags]
+
+
+@pytest.mark.parametrize("types", [0, 1, 12, 39])
+def test_decode_matches_the_plain_reference(types: int) -> None:
+    """SNIPS-sized BILOU tag sets (39 types: K = 157), batches with padding and single messages:
+    the same tags as the plain reference and confidences within 1e-6."""
+    vocabulary = ["O"] + [f"{p}-e{i}" for i in range(types) for p in "BILU"]
+    allowed, start, end = bilou_constraints(vocabulary)
+    k = len(vocabulary)
+    rng = np.random.default_rng(types)
+    transitions = rng.normal(scale=2.0, size=(k, k)).astype(np.float32)
+    lengths = rng.integers(1, 16, size=40)
+    logits = rng.normal(scale=4.0, size=(40, lengths.max(), k)).astype(np.float32)
+    decoder = CRFDecoder(transitions, (allowed, start, end))
+    tags, confidences = decoder.decode(logits, lengths)
+    penalised = transitions + np.where(allowed, 0, FORBIDDEN).astype(np.float32)
+    for b, n in enumerate(lengths):
+        unary = logits[b, :n].astype(np.float64)
+        unary[0] += np.where(start, 0, FORBIDDEN)
+        unary[-1] += np.where(end, 0, FORBIDDEN)
+        expected_tags, expected_confidences = _reference_decode(unary, penalised)
+        np.testing.assert_array_equal(tags[b, :n], expected_tags)
+        np.testing.assert_allclose(confidences[b, :n], expected_confidences, atol=1e-6)
+        one_tags, one_confidences = decoder.decode(logits[b:b + 1, :n], lengths[b:b + 1])
+        np.testing.assert_array_equal(one_tags[0], expected_tags)
+        np.testing.assert_allclose(one_confidences[0], expected_confidences, atol=1e-6)
 
 
 def test_graph_mode_with_dynamic_shapes(inputs) -> None:
@@ -99,25 +178,19 @@ def test_graph_mode_with_dynamic_shapes(inputs) -> None:
 
     @tf.function(input_signature=[spec_3d, spec_2d, spec_1d])
     def run(lg, tg, ln):
-        return (
-            crf_log_likelihood(lg, tg, ln, transitions),
-            crf_viterbi_decode(lg, ln, transitions),
-            crf_marginals(lg, ln, transitions),
-        )
+        return crf_log_likelihood(lg, tg, ln, transitions)
 
-    ll, path, marg = run(logits, tags, LENGTHS)
     np.testing.assert_allclose(
-        ll.numpy(), crf_log_likelihood(logits, tags, LENGTHS, transitions).numpy(), rtol=1e-6
+        run(logits, tags, LENGTHS).numpy(), crf_log_likelihood(logits, tags, LENGTHS, transitions).numpy(),
+        rtol=1e-6,
     )
-    assert path.shape == (len(LENGTHS), T) and marg.shape == (len(LENGTHS), T, K)
     # a single time step (T = 1) runs through the same graph
-    ll1, path1, _ = run(logits[:, :1], tags[:, :1], np.minimum(LENGTHS, 1))
+    ll1 = run(logits[:, :1], tags[:, :1], np.minimum(LENGTHS, 1))
     expected = logits[:, 0][np.arange(len(LENGTHS)), tags[:, 0]] - np.logaddexp.reduce(logits[:, 0], axis=-1)
     np.testing.assert_allclose(ll1.numpy(), np.where(LENGTHS > 0, expected, 0.0), rtol=1e-5)
-    np.testing.assert_array_equal(path1.numpy()[:, 0], np.where(LENGTHS > 0, logits[:, 0].argmax(-1), 0))
 
 
-def test_crf_layer_loss_gradient_and_decode(inputs) -> None:
+def test_crf_layer_loss_gradient_and_decoder(inputs) -> None:
     logits, _, tags = inputs
     keras.utils.set_random_seed(3)
     layer = CRF(K, reg_lambda=0.01)
@@ -134,22 +207,13 @@ def test_crf_layer_loss_gradient_and_decode(inputs) -> None:
     expected = -crf_log_likelihood(logits, tags, LENGTHS, layer.transitions).numpy().mean()
     np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-6)
     assert np.isfinite(g_logits.numpy()).all() and np.abs(g_trans.numpy()).sum() > 0
-    # d(-log p)/d logits = marginals - one_hot(tags) / B at real positions, 0 at padding
-    marginals = crf_marginals(logits, LENGTHS, layer.transitions).numpy()
+    # d(-log p)/d logits = marginals - one_hot(tags) / B at real positions, 0 at padding: the
+    # loss's gradient agrees with the NumPy decode's marginals
+    decoder = layer.decoder()
+    marginals = _marginals(decoder, logits, LENGTHS)
     mask = (np.arange(T)[None, :] < LENGTHS[:, None])[..., None]
-    expected_grad = (marginals - np.eye(K)[tags] * mask) / len(LENGTHS)
+    expected_grad = (marginals - np.eye(K)[tags]) * mask / len(LENGTHS)
     np.testing.assert_allclose(g_logits.numpy(), expected_grad, atol=1e-5)
-
-    decoded, confidences = layer.decode(logits, LENGTHS)
-    np.testing.assert_array_equal(
-        decoded.numpy(), crf_viterbi_decode(logits, LENGTHS, layer.transitions).numpy()
-    )
-    conf = confidences.numpy()
-    assert ((conf > 0) & (conf <= 1 + 1e-6)).all(where=mask[..., 0])
-    assert (conf[~mask[..., 0]] == 0).all()
-    np.testing.assert_allclose(
-        conf, np.take_along_axis(marginals, decoded.numpy()[..., None], -1)[..., 0], atol=1e-6
-    )
 
 
 def test_large_logits_stay_finite() -> None:
@@ -159,6 +223,19 @@ def test_large_logits_stay_finite() -> None:
     lengths = np.array([6, 3], np.int32)
     tags = rng.integers(0, 5, size=(2, 6)).astype(np.int32)
     ll = crf_log_likelihood(logits, tags, lengths, transitions).numpy()
-    marg = crf_marginals(logits, lengths, transitions).numpy()
+    marg = _marginals(CRFDecoder(transitions, None), logits, lengths)
     assert np.isfinite(ll).all() and (ll <= 1e-4).all()
-    np.testing.assert_allclose(marg[0].sum(-1), 1.0, rtol=1e-4)
+    np.testing.assert_allclose(marg[0].sum(-1), 1.0, rtol=1e-9)
+    for b, n in enumerate(lengths):
+        np.testing.assert_allclose(marg[b, :n], _marginals_reference(logits[b, :n], transitions), atol=1e-9)
+
+
+def _marginals_reference(logits: np.ndarray, transitions: np.ndarray) -> np.ndarray:
+    w, unary = transitions.astype(np.float64), logits.astype(np.float64)
+    alpha, beta = np.zeros_like(unary), np.zeros_like(unary)
+    alpha[0] = unary[0]
+    for t in range(1, len(unary)):
+        alpha[t] = np.logaddexp.reduce(alpha[t - 1][:, None] + w, axis=0) + unary[t]
+    for t in range(len(unary) - 2, -1, -1):
+        beta[t] = np.logaddexp.reduce(w + unary[t + 1] + beta[t + 1], axis=1)
+    return np.exp(alpha + beta - np.logaddexp.reduce(alpha[-1]))

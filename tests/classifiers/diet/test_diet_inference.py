@@ -14,7 +14,7 @@ import tensorflow as tf
 from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
-from nlu_engine.classifiers.diet.inference import DIETInference, marginals, viterbi
+from nlu_engine.classifiers.diet.inference import DIETInference
 from nlu_engine.classifiers.response_selector import ResponseSelector
 
 PROJECT_ROOT = Path(__file__).resolve().parents[3]
@@ -48,7 +48,7 @@ VARIANTS: list[dict[str, Any]] = [
          "selector-transformer"],
 )
 def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> None:
-    from nlu_engine.classifiers.diet.training import build_network
+    from nlu_engine.classifiers.diet.training import build_network, decode_tags
 
     _, data = featurized
     variant = dict(variant)
@@ -82,6 +82,14 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
         {k: tf.constant(v) for k, v in batch.items()}).items()}
     inference = DIETInference(network.export_weights(), component.network_params(), label_features,
                               component.tag_vocab_, component.config.BILOU_flag, dense, dense_sentence)
+    graph = inference.run(batch)
+    for kind in component.tag_vocab_:  # the logits, a role's and group's without the entity term
+        np.testing.assert_allclose(graph[f"logits_{kind}"], expected[f"logits_{kind}"], rtol=1e-3, atol=1e-3)
+    tables = network.tag_tables()
+    assert set(tables) == set(inference.tag_tables)
+    for kind, table in tables.items():
+        np.testing.assert_allclose(inference.tag_tables[kind], table, rtol=1e-4, atol=1e-5)
+    expected.update(decode_tags(network, expected, batch["lengths"]))  # as training's monitors decode
     got = inference.predict_batch(batch)
 
     assert set(got) - set(expected) == {"sentence", "text_embed"}  # its own: the in-scope vectors
@@ -91,25 +99,6 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
     for kind in component.tag_vocab_:
         np.testing.assert_array_equal(got[f"tags_{kind}"], expected[f"tags_{kind}"])
         np.testing.assert_allclose(got[f"conf_{kind}"], expected[f"conf_{kind}"], atol=1e-4)
-
-
-def test_viterbi_and_marginals_match_enumeration() -> None:
-    import itertools
-
-    rng = np.random.default_rng(3)
-    logits, transitions = rng.normal(size=(4, 3)), rng.normal(size=(3, 3))
-    scores = {
-        path: sum(logits[t, k] for t, k in enumerate(path))
-        + sum(transitions[a, b] for a, b in itertools.pairwise(path))
-        for path in itertools.product(range(3), repeat=4)
-    }
-    assert tuple(viterbi(logits, transitions)) == max(scores, key=scores.get)
-    z = sum(np.exp(s) for s in scores.values())
-    expected = np.zeros((4, 3))
-    for path, s in scores.items():
-        for t, k in enumerate(path):
-            expected[t, k] += np.exp(s) / z
-    np.testing.assert_allclose(marginals(logits, transitions), expected, atol=1e-10)
 
 
 def test_loading_and_parsing_a_diet_model_does_not_import_tensorflow(

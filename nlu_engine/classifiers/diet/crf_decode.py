@@ -1,0 +1,209 @@
+"""The CRF's decoding, DIET's one decode of its tags: Viterbi and marginals in NumPy.
+
+Parsing (``inference.py``) and training's monitors (``training.evaluate``: the tag F1 of the
+progress bar and of the hold-out evaluations) both decode through ``CRFDecoder``, so a training
+is judged by the code that parses. NumPy only: parsing never imports TensorFlow. The training
+loss (the CRF's log-likelihood) stays in TensorFlow (``crf.py``), with the same constraints.
+
+Notation: B batch, T positions (padded), K tags. ``logits[b, t, k]`` are the unary potentials,
+``W[i, j]`` the score of tag j following tag i; no start / end transitions (as Rasa), but the
+tagging scheme's constraints: a transition, first or last tag it forbids scores ``FORBIDDEN``.
+Positions ``t >= lengths[b]`` are padding (a length 0 decodes its first position).
+
+Both recursions run over time on the whole batch, and each step visits only the transitions
+the constraints allow (``_Transitions``): under BILOU a tag after O, L-x or U-x is O, B-y or
+U-y (a dense block of about a quarter of K x K), and I-x or L-x follow only B-x or I-x (two
+each), so a step costs about K²/4 instead of K². A forbidden transition adds -1e4, which no
+allowed path loses to (an allowed path always exists: all O), and exp(-1e4) is 0 in float64:
+skipping them gives the same tags and marginals as the full products.
+
+- Viterbi in float32 (its max / argmax are exact there), backpointers per step.
+- Marginals by forward-backward in probability space, each step's vector rescaled to sum 1
+  (no logsumexp): p(y_t = k) is alpha[t, k] beta[t, k] normalised over k, whatever the scales.
+  Transition weights are exp(W - max W) and unaries exp(logits - max_k logits), once per call.
+  Only logits spread over more than ~700 nats could underflow a step to all zeros; its
+  confidences are then 0 rather than NaN. A small batch (one message) takes each of its steps
+  as one full [K, K] product (a forbidden weight is 0: the same sums): for one message the
+  calls cost more than the arithmetic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: score of a transition / first / last tag the tagging scheme forbids (as ``crf.py``'s)
+FORBIDDEN = -1e4
+#: a next tag with at most this many allowed previous tags is gathered, not in the dense block
+_FEW = 8
+#: batches up to this many rows take each forward-backward step as one full [K, K] product
+#: (a forbidden weight is 0, so the same sums): for one message one BLAS call costs less than
+#: the block's and the gather's several
+_FULL_PRODUCT_ROWS = 8
+
+
+def _index(positions: np.ndarray) -> np.ndarray | slice:
+    """``positions`` as a slice when they are a contiguous run (a view, no gather)."""
+    if len(positions) and (np.diff(positions) == 1).all():
+        return slice(int(positions[0]), int(positions[-1]) + 1)
+    return positions
+
+
+class _Transitions:
+    """The allowed transitions [K_from, K_to] arranged for one step's products over the
+    previous tag: the to-tags with many allowed from-tags (``dense``) read a block
+    ``weights[rows][:, dense]``; each of the others (``few``) gathers its own from-tags
+    ``sources`` [F, S] (padded; a pad's weight is ``pad``; F first, so that the reduction over
+    it is elementwise). ``dense`` and ``rows`` are slices when the tags are so ordered
+    (``_order``)."""
+
+    def __init__(self, allowed: np.ndarray, weights: np.ndarray, pad: float) -> None:
+        counts = allowed.sum(0)  # [K_to]
+        few = counts <= _FEW
+        dense = np.flatnonzero(~few)  # [D]
+        rows = np.flatnonzero(allowed[:, dense].any(1))  # [P]
+        self.block = np.ascontiguousarray(weights[np.ix_(rows, dense)])  # [P, D]
+        self.dense, self.rows = _index(dense), _index(rows)
+        self.few = np.flatnonzero(few)  # [S]
+        width = max(1, int(counts[few].max(initial=0)))
+        self.sources = np.zeros((width, len(self.few)), np.intp)  # [F, S]
+        self.gathered = np.full((width, len(self.few)), pad, weights.dtype)  # [F, S]
+        for s, tag in enumerate(self.few):
+            sources = np.flatnonzero(allowed[:, tag])
+            self.sources[:len(sources), s] = sources
+            self.gathered[:len(sources), s] = weights[sources, tag]
+        self.any_dense, self.any_few = len(dense) > 0, len(self.few) > 0
+        self.full = np.where(allowed, weights, pad).astype(weights.dtype)  # [K_from, K_to]
+
+    def max_product(self, scores: np.ndarray) -> np.ndarray:
+        """out[b, j] = max_i(scores[b, i] + W[i, j]) over the allowed i: [B, K]."""
+        out = np.empty_like(scores)
+        if self.any_dense:
+            out[:, self.dense] = (scores[:, self.rows, None] + self.block).max(1)
+        if self.any_few:
+            out[:, self.few] = (scores[:, self.sources] + self.gathered).max(1)
+        return out
+
+    def sum_product(self, weights: np.ndarray) -> np.ndarray:
+        """out[b, j] = sum_i(weights[b, i] E[i, j]) over the allowed i (E: the exp weights; a
+        forbidden one is 0, so the full product of a small batch is the same sum)."""
+        if len(weights) <= _FULL_PRODUCT_ROWS:
+            return weights @ self.full
+        out = np.empty_like(weights)
+        if self.any_dense:
+            out[:, self.dense] = weights[:, self.rows] @ self.block
+        if self.any_few:
+            out[:, self.few] = (weights[:, self.sources] * self.gathered).sum(1)
+        return out
+
+
+def _order(allowed: np.ndarray) -> np.ndarray:
+    """An order of the tags in which the dense to-tags and their from-tags are each one run
+    (``_Transitions``): under BILOU B-*, then O and U-*, then L-*, then I-*."""
+    dense = allowed.sum(0) > _FEW
+    rows = allowed[:, dense].any(1)
+    groups = (dense & ~rows, dense & rows, rows & ~dense, ~rows & ~dense)
+    return np.concatenate([np.flatnonzero(group) for group in groups])
+
+
+class CRFDecoder:
+    """A tag set's transitions with the tagging scheme's constraints folded in, arranged once
+    (at load, or per evaluation while training); ``decode`` decodes a batch.
+
+    ``transitions`` [K, K]; ``constraints``: (allowed [K, K], may start [K], may end [K]) as
+    ``bilou_constraints`` gives them, or None (every transition allowed). Inside, the tags are
+    in ``_order``; ``decode`` takes and gives them in the vocabulary's."""
+
+    def __init__(self, transitions: np.ndarray, constraints: tuple | None) -> None:
+        k = transitions.shape[0]
+        allowed, start, end = np.ones((k, k), bool), np.zeros(k), np.zeros(k)
+        if constraints:
+            allowed = np.asarray(constraints[0], bool)
+            start, end = (np.where(ok, 0.0, FORBIDDEN) for ok in constraints[1:])  # [K] each
+        self.order = _order(allowed)  # [K]: the inside order's tags in the vocabulary's
+        inside = np.ix_(self.order, self.order)
+        allowed, self.start, self.end = allowed[inside], start[self.order], end[self.order]
+        penalised = (np.asarray(transitions, np.float32)[inside]
+                     + np.where(allowed, 0.0, FORBIDDEN).astype(np.float32))  # [K, K]
+        self._to_from = np.ascontiguousarray(penalised.T)  # [K_to, K_from] for the way back
+        w64 = penalised.astype(np.float64)
+        exp_w = np.exp(w64 - w64.max())  # [K, K]; forbidden ones are exact zeros
+        self._forward_max = _Transitions(allowed, penalised, -np.inf)
+        self._forward_sum = _Transitions(allowed, exp_w, 0.0)
+        self._backward_sum = _Transitions(allowed.T, np.ascontiguousarray(exp_w.T), 0.0)
+
+    def decode(self, logits: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """logits [B, T, K] (any float dtype), lengths [B] -> Viterbi tags [B, T] int32 and each
+        tag's marginal probability [B, T] float32; both 0 at padding."""
+        size, max_len, _ = logits.shape
+        lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
+        unary = logits[:, :, self.order].astype(np.float64)  # [B, T, K]
+        unary[:, 0] += self.start  # the constraints on the first and last tags
+        unary[np.arange(size), lengths - 1] += self.end
+        ragged = bool((lengths < max_len).any())
+        tags = self._viterbi(unary.astype(np.float32), lengths, ragged)  # [B, T], inside order
+        probabilities = self._marginals(unary, lengths, ragged)  # [B, T, K]
+        confidences = np.take_along_axis(probabilities, tags[..., None], 2)[..., 0].astype(np.float32)
+        tags = self.order[tags].astype(np.int32)
+        if ragged:
+            padding = np.arange(max_len)[None, :] >= lengths[:, None]
+            tags[padding], confidences[padding] = 0, 0.0
+        return tags, confidences
+
+    def _viterbi(self, unary: np.ndarray, lengths: np.ndarray, ragged: bool) -> np.ndarray:
+        """Best paths [B, T] (inside order). The forward pass keeps the max-scores delta[t]
+        (past a sequence's end carried over); the way back recomputes the one argmax it needs,
+        y_{t-1} = argmax_i(delta[t-1, i] + W[i, y_t]), from the same float32 sums."""
+        size, max_len, _ = unary.shape
+        deltas = np.empty_like(unary)  # [B, T, K]
+        deltas[:, 0] = unary[:, 0]
+        for t in range(1, max_len):
+            step = self._forward_max.max_product(deltas[:, t - 1]) + unary[:, t]
+            deltas[:, t] = np.where((t < lengths)[:, None], step, deltas[:, t - 1]) if ragged else step
+        tags = np.empty((size, max_len), np.intp)
+        tags[:, -1] = deltas[:, -1].argmax(1)
+        for t in range(max_len - 1, 0, -1):
+            back = (deltas[:, t - 1] + self._to_from[tags[:, t]]).argmax(1)  # [B]
+            tags[:, t - 1] = np.where(t < lengths, back, tags[:, t]) if ragged else back
+        return tags
+
+    def _marginals(self, unary: np.ndarray, lengths: np.ndarray, ragged: bool) -> np.ndarray:
+        """p(y_t = k | x) [B, T, K] by forward-backward with each step rescaled."""
+        max_len = unary.shape[1]
+        emit = np.exp(unary - unary.max(2, keepdims=True))  # [B, T, K]
+        alpha = np.empty_like(emit)
+        beta = np.empty_like(emit)
+        alpha[:, 0] = emit[:, 0] / emit[:, 0].sum(1, keepdims=True)
+        for t in range(1, max_len):
+            step = self._forward_sum.sum_product(alpha[:, t - 1])
+            step *= emit[:, t]
+            step /= step.sum(1, keepdims=True)
+            alpha[:, t] = np.where((t < lengths)[:, None], step, alpha[:, t - 1]) if ragged else step
+        beta[:, -1] = 1.0
+        for t in range(max_len - 2, -1, -1):
+            step = self._backward_sum.sum_product(beta[:, t + 1] * emit[:, t + 1])
+            step /= step.sum(1, keepdims=True)
+            beta[:, t] = np.where((t + 1 < lengths)[:, None], step, 1.0) if ragged else step
+        joint = alpha * beta
+        with np.errstate(invalid="ignore", divide="ignore"):  # an underflowed step: 0, not NaN
+            return np.nan_to_num(joint / joint.sum(2, keepdims=True), nan=0.0)
+
+
+def decode_tag_sets(
+    logits: dict[str, np.ndarray], tables: dict[str, np.ndarray], lengths: np.ndarray,
+    decoders: dict[str, CRFDecoder],
+) -> dict[str, np.ndarray]:
+    """DIET's tags: per tag set (entity first) "tags_<set>" and "conf_<set>" [B, T].
+
+    ``logits`` "logits_<set>" [B, T, K]; a role's or group's lack the decoded entity tags'
+    term, which ``tables`` [K_entity, K] gives per entity tag (``onnx_graph.tag_tables``)."""
+    out: dict[str, np.ndarray] = {}
+    entity_tags: np.ndarray | None = None
+    for kind, decoder in decoders.items():
+        scores = logits[f"logits_{kind}"]  # [B, T, K]
+        if kind in tables and entity_tags is not None:
+            scores = scores + tables[kind][entity_tags]  # the entity tags' term
+        tags, confidences = decoder.decode(scores, lengths)
+        if kind == "entity":
+            entity_tags = tags
+        out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidences
+    return out

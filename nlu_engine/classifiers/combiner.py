@@ -14,9 +14,10 @@ the last intent classifier of the pipeline. Its members:
 ``training_data.split.cross_fit_folds`` (every example predicted by a head trained without its
 fold), DIET's on the examples it held out for its own calibration. The combination is a weighted
 geometric mean, ``softmax(sum_m w_m log p_m)`` with ``w_m >= 0`` fitted by likelihood on the
-examples every member predicted held out; when one member alone predicts those examples better
-(accuracy) than the combination, that member alone is kept, so the whole is never worse than its
-best part where it is measured. A recorded scorer with fewer than ``calibration.MIN_HELD_OUT``
+examples every member predicted held out; when one member alone predicts those examples more
+accurately than the combination beyond chance (a sign test on the examples only one of them gets
+right), that member alone is kept, so the whole is not worse than its best part where that can be
+measured. A recorded scorer with fewer than ``calibration.MIN_HELD_OUT``
 held-out predictions (DIET on a few examples an intent) is left out, with one notice.
 
 **Calibration**, once, of what the user sees (``calibration.cross_fitted``): the temperature (and
@@ -164,11 +165,12 @@ class IntentCombiner(IntentClassifier):
             return
         logs = np.stack([np.log(np.maximum(p, 1e-12)) for p in held])  # [K, H, N]
         weights = _likeliest_weights(logs, targets)
-        combined = np.tensordot(weights, logs, axes=1).argmax(axis=1)
-        accuracy = float((combined == targets).mean())
-        alone = [(float((p.argmax(axis=1) == targets).mean()), k) for k, p in enumerate(held)]
-        best, k = max(alone)
-        if best > accuracy:
+        combined = np.tensordot(weights, logs, axes=1).argmax(axis=1) == targets  # [H]
+        accuracy = float(combined.mean())
+        right = [p.argmax(axis=1) == targets for p in held]
+        alone = [(float(r.mean()), k) for k, r in enumerate(right)]
+        k = max(alone)[1]
+        if _surely_better(right[k], combined):
             weights = np.zeros(len(held))
             weights[k] = _likeliest_weights(logs[k : k + 1], targets)[0]
         for member, weight in zip(self.members_, weights, strict=True):
@@ -274,6 +276,15 @@ def _spread(probabilities: np.ndarray, rows: np.ndarray, total: int) -> tuple[np
         out[rows] = probabilities
         present[rows] = True
     return out, present
+
+
+def _surely_better(one: np.ndarray, other: np.ndarray) -> bool:
+    """Whether predictions right where ``one`` [H] says are more accurate than ``other``'s [H]
+    beyond chance: of the examples only one of them gets right, ``one`` gets more than half by
+    over two standard deviations (a sign test). A difference of one or two examples in a few
+    hundred says nothing about which is better on new messages."""
+    wins, losses = int((one & ~other).sum()), int((other & ~one).sum())
+    return wins - losses > 2.0 * np.sqrt(max(wins + losses, 1))
 
 
 def _likeliest_weights(logs: np.ndarray, targets: np.ndarray) -> np.ndarray:

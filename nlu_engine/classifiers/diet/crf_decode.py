@@ -22,9 +22,12 @@ skipping them gives the same tags and marginals as the full products.
   (no logsumexp): p(y_t = k) is alpha[t, k] beta[t, k] normalised over k, whatever the scales.
   Transition weights are exp(W - max W) and unaries exp(logits - max_k logits), once per call.
   Only logits spread over more than ~700 nats could underflow a step to all zeros; its
-  confidences are then 0 rather than NaN. A small batch (one message) takes each of its steps
-  as one full [K, K] product (a forbidden weight is 0: the same sums): for one message the
-  calls cost more than the arithmetic.
+  confidences are then 0 rather than NaN. A small batch takes each of its steps as one full
+  [K, K] product (a forbidden weight is 0: the same sums): for a few rows the calls cost more
+  than the arithmetic.
+- One message (the common parse) has its own path (``_OneSequence``): no batch axis, fewer
+  calls a step, and the dense block's max visits only the rows that can reach it (one of 79
+  for a trained SNIPS model).
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ _FEW = 8
 #: (a forbidden weight is 0, so the same sums): for one message one BLAS call costs less than
 #: the block's and the gather's several
 _FULL_PRODUCT_ROWS = 8
+#: batches up to this many rows decode one message at a time (``_OneSequence``): on a trained
+#: model's logits that costs less than the batched steps up to at least 16 rows, on random
+#: logits (no pruning) about the same at 2 rows and more at 8
+_ONE_BY_ONE_ROWS = 4
 
 
 def _index(positions: np.ndarray) -> np.ndarray | slice:
@@ -96,6 +103,90 @@ class _Transitions:
         return out
 
 
+class _OneSequence:
+    """One sequence's decode (a parse of one message) without the batch axis: for one short
+    message each NumPy call costs more than its arithmetic, so few calls a step, each writing
+    into buffers allocated once per call (``out=``). Viterbi: the batched float32 sums (the same
+    tags), the max over the previous tag over the allowed transitions only (``_Transitions``'s
+    dense block, pruned to the rows that can reach a max, and gathered sources, which
+    ``_order`` makes slices), the way back one row of W a step. Marginals: forward-backward
+    without the per-step rescaling, checked to stay within float64's range. ``usable``: the
+    allowed transitions are so arranged (any BILOU tag set)."""
+
+    def __init__(self, forward_max: _Transitions, to_from: np.ndarray, exp_w: np.ndarray) -> None:
+        self.max = forward_max
+        self.to_from = to_from  # [K_to, K_from] float32
+        self.exp_w = exp_w  # [K, K] float64
+        self.few = _index(forward_max.few) if forward_max.any_few else slice(0, 0)
+        self.usable = isinstance(self.few, slice) and (
+            isinstance(forward_max.dense, slice) or not forward_max.any_dense)
+        block = forward_max.block  # [P, D]
+        self.high, self.low = block.max(1, initial=-np.inf), block.min(1, initial=np.inf)  # [P]
+
+    def viterbi(self, unary: np.ndarray) -> np.ndarray:
+        """The best path [n] of unary [n, K] float32: max-scores forward, then the way back."""
+        n, k = unary.shape
+        m = self.max
+        deltas = np.empty_like(unary, order="C")  # [n, K]
+        deltas[0] = unary[0]
+        block = np.empty(m.block.shape, np.float32)  # [P, D]
+        gathered = np.empty(m.gathered.shape, np.float32)  # [F, S]
+        for t in range(1, n):
+            previous, delta = deltas[t - 1], deltas[t]
+            if m.any_dense:
+                self.max_dense(previous[m.rows], delta[m.dense], block)
+            if m.any_few:
+                np.take(previous, m.sources, out=gathered)
+                gathered += m.gathered
+                _max_rows(gathered, delta[self.few])
+            delta += unary[t]
+        tags = np.empty(n, np.intp)
+        tag = tags[-1] = int(deltas[-1].argmax())
+        scores = np.empty(k, np.float32)
+        for t in range(n - 1, 0, -1):
+            tag = tags[t - 1] = int(np.add(deltas[t - 1], self.to_from[tag], out=scores).argmax())
+        return tags
+
+    def max_dense(self, previous: np.ndarray, out: np.ndarray, block: np.ndarray) -> None:
+        """out[j] = max_i(previous[i] + block[i, j]) [D] over the dense block's from-tags
+        (previous [P]), visiting only the rows that can reach a max: row i cannot where
+        previous[i] + max_j block[i, j] is below max_l(previous[l] + min_j block[l, j]), a
+        score every column reaches (rounding is monotone: the same float32 maxima). A trained
+        model's tags are peaked and its transitions small: about one row of 79 is left."""
+        bound = previous + self.low
+        best = int(bound.argmax())
+        threshold = bound[best]  # a score every column reaches
+        reach = np.add(previous, self.high, out=bound) >= threshold
+        if np.count_nonzero(reach) == 1:  # the row ``best`` alone
+            np.add(self.max.block[best], previous[best], out=out)
+        else:
+            np.max(np.add(previous[:, None], self.max.block, out=block), 0, out=out)
+
+    def forward_backward(self, emit: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """alpha, beta [n, K] (alpha[t] = (alpha[t - 1] E) * emit[t], beta[t] = E (beta[t + 1] *
+        emit[t + 1])) unscaled: a step's weights are at most 1, so a short sequence stays far
+        from float64's limits; None if some row left [1e-150, 1e150] (the caller then takes
+        the rescaled batched recursions), which also bounds what an underflowed entry loses."""
+        n = len(emit)
+        alpha, beta = np.empty(emit.shape), np.empty(emit.shape)
+        alpha[0], beta[-1] = emit[0], 1.0
+        after = np.empty(emit.shape[1])
+        for t in range(1, n):
+            np.multiply(np.dot(alpha[t - 1], self.exp_w, out=alpha[t]), emit[t], out=alpha[t])
+            np.dot(self.exp_w, np.multiply(beta[n - t], emit[n - t], out=after), out=beta[n - t - 1])
+        peaks = np.concatenate([alpha.max(1), beta.max(1)])
+        return (alpha, beta) if ((peaks >= 1e-150) & (peaks <= 1e150)).all() else None
+
+
+def _max_rows(rows: np.ndarray, out: np.ndarray) -> None:
+    """out = rows.max(0) for a few rows [F, S], pairwise (cheaper than a reduction)."""
+    if len(rows) == 1:
+        np.copyto(out, rows[0])
+        return
+    np.maximum(rows[0], rows[1], out=out)
+    for row in rows[2:]:
+        np.maximum(out, row, out=out)
+
 def _order(allowed: np.ndarray) -> np.ndarray:
     """An order of the tags in which the dense to-tags and their from-tags are each one run
     (``_Transitions``): under BILOU B-*, then O and U-*, then L-*, then I-*."""
@@ -130,11 +221,15 @@ class CRFDecoder:
         self._forward_max = _Transitions(allowed, penalised, -np.inf)
         self._forward_sum = _Transitions(allowed, exp_w, 0.0)
         self._backward_sum = _Transitions(allowed.T, np.ascontiguousarray(exp_w.T), 0.0)
+        self._one = _OneSequence(self._forward_max, self._to_from, exp_w)
 
     def decode(self, logits: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """logits [B, T, K] (any float dtype), lengths [B] -> Viterbi tags [B, T] int32 and each
         tag's marginal probability [B, T] float32; both 0 at padding."""
         size, max_len, _ = logits.shape
+        if size <= _ONE_BY_ONE_ROWS and self._one.usable:  # the parse of one message
+            rows = [self._decode_one(logits[b], min(max(int(n), 1), max_len)) for b, n in enumerate(lengths)]
+            return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
         lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
         unary = logits[:, :, self.order].astype(np.float64)  # [B, T, K]
         unary[:, 0] += self.start  # the constraints on the first and last tags
@@ -148,6 +243,26 @@ class CRFDecoder:
             padding = np.arange(max_len)[None, :] >= lengths[:, None]
             tags[padding], confidences[padding] = 0, 0.0
         return tags, confidences
+
+    def _decode_one(self, logits: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """``decode`` of one sequence, logits [T, K] of which n >= 1 positions are real, through
+        ``_OneSequence``; its marginals by the batched recursions if its unscaled ones would
+        leave float64's range."""
+        max_len = len(logits)
+        unary = logits[:n, self.order].astype(np.float64)  # [n, K]
+        unary[0] += self.start
+        unary[-1] += self.end
+        path = self._one.viterbi(unary.astype(np.float32))  # [n]
+        emit = np.exp(unary - unary.max(1, keepdims=True))  # [n, K]
+        unscaled = self._one.forward_backward(emit)
+        if unscaled is None:
+            confidences = self._marginals(unary[None], np.array([n]), False)[0, np.arange(n), path]
+        else:  # sum_k alpha[t, k] beta[t, k] is Z at every t, >= 1e-150
+            joint = unscaled[0] * unscaled[1]
+            confidences = joint[np.arange(n), path] / joint.sum(1)
+        tags, out = np.zeros((1, max_len), np.int32), np.zeros((1, max_len), np.float32)
+        tags[0, :n], out[0, :n] = self.order[path], confidences
+        return tags, out
 
     def _viterbi(self, unary: np.ndarray, lengths: np.ndarray, ragged: bool) -> np.ndarray:
         """Best paths [B, T] (inside order). The forward pass keeps the max-scores delta[t]

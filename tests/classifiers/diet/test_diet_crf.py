@@ -97,6 +97,9 @@ def test_decode_matches_enumeration(inputs) -> None:
             expected[np.arange(n), path] += np.exp(score - log_z)
         np.testing.assert_allclose(marginals[b, :n], expected[:n], atol=1e-6)  # float32 path sums
         np.testing.assert_allclose(confidences[b, :n], expected[np.arange(n), tags[b, :n]], atol=1e-6)
+        one_tags, one_confidences = decoder.decode(logits[b:b + 1], LENGTHS[b:b + 1])  # its own path
+        np.testing.assert_array_equal(one_tags[0], tags[b])
+        np.testing.assert_allclose(one_confidences[0], confidences[b], atol=1e-6)
 
 
 def test_constrained_decode_matches_enumeration() -> None:
@@ -144,17 +147,24 @@ def _reference_decode(logits: np.ndarray, transitions: np.ndarray) -> tuple[np.n
     return np.array(tags), marginals[np.arange(n), tags]
 
 
-@pytest.mark.parametrize("types", [0, 1, 12, 39])
-def test_decode_matches_the_plain_reference(types: int) -> None:
-    """SNIPS-sized BILOU tag sets (39 types: K = 157), batches with padding and single messages:
-    the same tags as the plain reference and confidences within 1e-6."""
+@pytest.mark.parametrize(("types", "transition_scale", "logit_scale", "longest"), [
+    (0, 2.0, 4.0, 15), (1, 2.0, 4.0, 15), (12, 2.0, 4.0, 15), (39, 2.0, 4.0, 15),
+    (39, 0.1, 8.0, 15),  # as a trained model: peaked tags, small transitions (one row per step)
+    (12, 2.0, 4.0, 90),  # long messages: one message's unscaled recursions leave float64's range
+])
+def test_decode_matches_the_plain_reference(
+    types: int, transition_scale: float, logit_scale: float, longest: int
+) -> None:
+    """SNIPS-sized BILOU tag sets (39 types: K = 157), batches with padding and single messages
+    (their own path, ``_OneSequence``): the same tags as the plain reference and confidences
+    within 1e-6."""
     vocabulary = ["O"] + [f"{p}-e{i}" for i in range(types) for p in "BILU"]
     allowed, start, end = bilou_constraints(vocabulary)
     k = len(vocabulary)
     rng = np.random.default_rng(types)
-    transitions = rng.normal(scale=2.0, size=(k, k)).astype(np.float32)
-    lengths = rng.integers(1, 16, size=40)
-    logits = rng.normal(scale=4.0, size=(40, lengths.max(), k)).astype(np.float32)
+    transitions = rng.normal(scale=transition_scale, size=(k, k)).astype(np.float32)
+    lengths = rng.integers(1, longest + 1, size=40)
+    logits = rng.normal(scale=logit_scale, size=(40, lengths.max(), k)).astype(np.float32)
     decoder = CRFDecoder(transitions, (allowed, start, end))
     tags, confidences = decoder.decode(logits, lengths)
     penalised = transitions + np.where(allowed, 0, FORBIDDEN).astype(np.float32)
@@ -165,9 +175,31 @@ def test_decode_matches_the_plain_reference(types: int) -> None:
         expected_tags, expected_confidences = _reference_decode(unary, penalised)
         np.testing.assert_array_equal(tags[b, :n], expected_tags)
         np.testing.assert_allclose(confidences[b, :n], expected_confidences, atol=1e-6)
-        one_tags, one_confidences = decoder.decode(logits[b:b + 1, :n], lengths[b:b + 1])
-        np.testing.assert_array_equal(one_tags[0], expected_tags)
-        np.testing.assert_allclose(one_confidences[0], expected_confidences, atol=1e-6)
+        one_tags, one_confidences = decoder.decode(logits[b:b + 1], lengths[b:b + 1])  # padded
+        np.testing.assert_array_equal(one_tags[0, :n], expected_tags)
+        np.testing.assert_allclose(one_confidences[0, :n], expected_confidences, atol=1e-6)
+        assert (one_tags[0, n:] == 0).all() and (one_confidences[0, n:] == 0).all()
+
+
+def test_one_message_falls_back_to_rescaled_marginals() -> None:
+    """A long message whose unscaled forward-backward would underflow: ``_OneSequence`` says
+    so (None) and the decode takes the rescaled recursions, still matching the reference."""
+    vocabulary = ["O"] + [f"{p}-e{i}" for i in range(12) for p in "BILU"]
+    constraints = bilou_constraints(vocabulary)
+    rng = np.random.default_rng(5)
+    transitions = rng.normal(scale=2.0, size=(49, 49)).astype(np.float32)
+    logits = rng.normal(scale=4.0, size=(1, 120, 49)).astype(np.float32)
+    decoder = CRFDecoder(transitions, constraints)
+    unary = logits[0][:, decoder.order].astype(np.float64)
+    assert decoder._one.forward_backward(np.exp(unary - unary.max(1, keepdims=True))) is None
+    tags, confidences = decoder.decode(logits, [120])
+    penalised = transitions + np.where(constraints[0], 0, FORBIDDEN).astype(np.float32)
+    unary = logits[0].astype(np.float64)
+    unary[0] += np.where(constraints[1], 0, FORBIDDEN)
+    unary[-1] += np.where(constraints[2], 0, FORBIDDEN)
+    expected_tags, expected_confidences = _reference_decode(unary, penalised)
+    np.testing.assert_array_equal(tags[0], expected_tags)
+    np.testing.assert_allclose(confidences[0], expected_confidences, atol=1e-6)
 
 
 def test_graph_mode_with_dynamic_shapes(inputs) -> None:

@@ -167,12 +167,21 @@ class DotProductLoss:
         return tf.reduce_mean(loss), accuracy
 
     def _scaled(self, loss: tf.Tensor) -> tf.Tensor:
-        """``scale_loss``, focal-like: down-weight examples already learned, once any p > 0.5."""
+        """``scale_loss``, focal-like: down-weight examples already learned, once any p > 0.5,
+        by ``((1 - p) / 0.5) ** 4``, at most 1.
+
+        Rasa's weight is not capped: a wrong example (p near 0) weighs up to 16. Once a selector
+        has learned its data, its gradient then comes only from the examples dropout makes
+        wrong, 16 times over, each pushing the inner-product similarities' scale up: it grew
+        from 50 to 1,300 on the example bot's FAQ, a dropped-out example's loss spiked to
+        hundreds, and once every learned example's gradient underflowed the weights froze.
+        Capped, an example weighs as much as without ``scale_loss`` at most, and the L2 holds
+        the scale (tests/classifiers/diet/test_diet_losses.py)."""
         if not self.scale_loss:
             return loss
         p = tf.exp(-loss)
-        weight = tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(((1.0 - p) / 0.5) ** 4), 1.0)
-        return loss * weight
+        weight = tf.minimum(((1.0 - p) / 0.5) ** 4, 1.0)
+        return loss * tf.where(tf.reduce_max(p) > 0.5, tf.stop_gradient(weight), 1.0)
 
     def _cross_entropy_loss(self, s_pos: tf.Tensor, s_il: tf.Tensor, s_ll: tf.Tensor,
                             s_ii: tf.Tensor, s_li: tf.Tensor) -> tf.Tensor:

@@ -169,3 +169,21 @@ def test_loss_over_all_labels_by_hand(constrain: bool, kind: str) -> None:
         expected = expected + sigmoid_ce.mean(-1)
     np.testing.assert_allclose(float(loss), expected.mean(), rtol=1e-5)
     assert float(accuracy) == pytest.approx(float(np.mean(sims.argmax(-1) == ids)))
+
+
+def test_scale_loss_weighs_a_wrong_example_at_most_as_without_it() -> None:
+    """scale_loss down-weights learned examples by ((1 - p) / 0.5) ** 4 once one has p > 0.5,
+    and caps the weight at 1: Rasa's uncapped 16 for a wrong example grew a trained selector's
+    similarity scale until its loss spiked and froze (losses._scaled)."""
+    inputs = np.array([[4.0, 0.0], [0.0, 1.0]], np.float32)  # example 0 learned, 1 wrong
+    all_labels = np.array([[1.0, 0.0], [0.0, -1.0]], np.float32)
+    ids = np.array([0, 1], np.int32)
+    plain, _ = DotProductLoss(scale_loss=False).over_all_labels(inputs, ids, all_labels)
+    scaled, _ = DotProductLoss(scale_loss=True).over_all_labels(inputs, ids, all_labels)
+    sims = inputs @ all_labels.T
+    per_example = [_logsumexp(sims[i]) - sims[i, ids[i]] for i in range(2)]
+    p_learned = np.exp(-per_example[0])
+    assert p_learned > 0.5 and np.exp(-per_example[1]) < 0.5
+    np.testing.assert_allclose(plain.numpy(), np.mean(per_example), rtol=1e-5)
+    weights = [((1 - p_learned) / 0.5) ** 4, 1.0]  # uncapped, the wrong one's would be ~14
+    np.testing.assert_allclose(scaled.numpy(), np.dot(weights, per_example) / 2, rtol=1e-4)

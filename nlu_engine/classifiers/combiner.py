@@ -7,6 +7,9 @@ the last intent classifier of the pipeline. Its members:
 
 * a **sentence head** (``sentence_head.SentenceHead``, a logistic regression) on each encoder's
   dense sentence vector the messages carry, one member per featurizer;
+* with fewer than ``sparse_head_below`` examples, an **n-gram head**
+  (``sparse_head.SparseHead``, TF-IDF logistic regression) on the sparse counts: what a bot in a
+  language no encoder knows learns its intents from;
 * every **recorded scorer** before it (DIET: ``classifiers/scores.py``), whose raw probabilities
   it reads from the message.
 
@@ -37,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from nlu_engine.classifiers import calibration, scores
 from nlu_engine.classifiers.ranking import write_intent
@@ -45,6 +49,7 @@ from nlu_engine.classifiers.sentence_head import (
     cross_fitted_probabilities,
     sentence_vectors,
 )
+from nlu_engine.classifiers.sparse_head import CS, SparseHead, sparse_rows
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import TEXT, Message
@@ -63,10 +68,10 @@ MAX_WEIGHT = 20.0
 class Member:
     """One scorer: a head on one featurizer's sentence vector, or a recorded scorer."""
 
-    kind: str  # "head" or "recorded"
-    name: str  # the featurizer's origin, or the scorer's name
+    kind: str  # "head", "sparse" or "recorded"
+    name: str  # the featurizer's origin, "n-grams", or the scorer's name
     weight: float = 1.0
-    head: SentenceHead | None = field(default=None, repr=False)
+    head: SentenceHead | SparseHead | None = field(default=None, repr=False)
 
 
 class IntentCombiner(IntentClassifier):
@@ -80,6 +85,9 @@ class IntentCombiner(IntentClassifier):
         sentence_heads: bool = True
         #: the featurizers whose sentence vectors get a head (empty: all)
         featurizers: list[str] = param([])
+        #: a TF-IDF logistic regression on the sparse n-gram counts joins with fewer training
+        #: examples than this (above it DIET, which reads them too, has the data to); 0: never
+        sparse_head_below: int = param(2000, low=0)
         #: the recorded scorers (DIET) join when they held enough examples out
         recorded_scorers: bool = True
         ranking_length: int = param(10, low=0)
@@ -112,6 +120,8 @@ class IntentCombiner(IntentClassifier):
                 self.members_.append(Member("head", origin, head=head))
                 held[origin] = _spread(*cross_fitted_probabilities(
                     vectors, labels, len(self.intents_), seed, assignment), len(examples))
+            if len(examples) < self.config.sparse_head_below:
+                self._add_sparse(examples, labels, assignment, held)
         if self.config.recorded_scorers:
             self._add_recorded(examples, held)
         if not self.members_:
@@ -135,6 +145,36 @@ class IntentCombiner(IntentClassifier):
                     and f.origin not in origins):
                 origins.append(f.origin)
         return [o for o in origins if sentence_vectors(examples, [o]) is not None]
+
+    def _add_sparse(self, examples: list[Message], labels: np.ndarray, assignment: np.ndarray,
+                    held: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """The n-gram member, its ``C`` the likeliest of ``sparse_head.CS`` on its cross-fitted
+        predictions; none when the messages have no sparse sentence features."""
+        counts = sparse_rows(examples)
+        if counts is None or counts.shape[1] == 0:
+            return
+        idf = SparseHead.fit_idf(counts)
+        n, seed = len(self.intents_), self.config.random_seed
+        best: tuple[float, float, np.ndarray, np.ndarray] | None = None
+        for c in CS:
+            rows, parts = [], []
+            for fold in range(int(assignment.max(initial=-1)) + 1):
+                train, out = assignment != fold, np.flatnonzero(assignment == fold)
+                fold_head = SparseHead.fit(counts[train], labels[train], n, c, idf, seed)
+                rows.append(out)
+                parts.append(fold_head.probabilities(counts[out]))
+            if not rows:
+                best = (0.0, CS[0], np.zeros((0, n)), np.zeros(0, np.int64))
+                break
+            row, probabilities = np.concatenate(rows), np.concatenate(parts)
+            loss = -float(np.mean(np.log(np.maximum(probabilities[np.arange(len(row)), labels[row]], 1e-12))))
+            if best is None or loss < best[0]:
+                best = (loss, c, probabilities, row)
+        assert best is not None
+        _, c, probabilities, row = best
+        head = SparseHead.fit(counts, labels, n, c, idf, seed)
+        self.members_.append(Member("sparse", "n-grams", head=head))
+        held["n-grams"] = _spread(probabilities, row, len(examples))
 
     def _add_recorded(self, examples: list[Message], held: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """A member for each recorded scorer with enough held-out predictions; a notice for
@@ -206,7 +246,12 @@ class IntentCombiner(IntentClassifier):
     def _member_probabilities(self, messages: list[Message]) -> list[np.ndarray]:
         out = []
         for member in self.members_:
-            if member.head is not None:
+            if isinstance(member.head, SparseHead):
+                counts = sparse_rows(messages, width=len(member.head.idf))
+                if counts is None:  # messages without the features: an empty row
+                    counts = scipy.sparse.csr_matrix((len(messages), len(member.head.idf)))
+                out.append(member.head.probabilities(counts))
+            elif member.head is not None:
                 vectors = sentence_vectors(messages, [member.name])
                 if vectors is None:  # messages without the features: a blank vector
                     vectors = np.zeros((len(messages), member.head.weights.shape[0]), np.float32)
@@ -254,11 +299,13 @@ class IntentCombiner(IntentClassifier):
         component.members_ = []
         for i, entry in enumerate(state["members"]):
             kind, weight = str(entry["kind"]), float(entry["weight"])
-            if kind not in ("head", "recorded") or not np.isfinite(weight) or weight < 0:
+            if kind not in ("head", "sparse", "recorded") or not np.isfinite(weight) or weight < 0:
                 raise ValueError(f"{STATE_FILE}: member {i} is not a head or recorded scorer "
                                  "with a weight of at least 0")
-            head = None
-            if kind == "head":
+            head: SentenceHead | SparseHead | None = None
+            if kind == "sparse":
+                head = SparseHead.load(directory / f"head_{i}", labels=len(component.intents_))
+            elif kind == "head":
                 head = SentenceHead.load(directory / f"head_{i}", labels=len(component.intents_))
                 if head is None:
                     raise ValueError(f"{STATE_FILE}: member {i}'s head is missing (head_{i}/)")

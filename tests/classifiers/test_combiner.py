@@ -139,3 +139,32 @@ def test_a_pipeline_with_diet_and_the_combiner_trains_and_parses(tmp_path: Path)
     model = Model.load(archive)
     result = model.parse("what is the weather like")
     assert result["intent"]["name"] and 0.0 <= result["intent"]["confidence"] <= 1.0
+
+
+def test_the_ngram_head_joins_on_small_data_and_persists(tmp_path: Path) -> None:
+    import scipy.sparse
+
+    messages = clustered_messages(8, 4, seed=5, noise={"vec": 3.0})
+    rng = np.random.default_rng(5)
+    for message in messages:  # each intent's own words, and some shared ones
+        label = int(message.text[1:])
+        counts = np.zeros(40)
+        counts[rng.choice(range(label * 10, label * 10 + 10), 3)] += 1
+        counts[rng.choice(40, 2)] += 1
+        message.features.append(Features(attribute="text", kind="sentence", origin="counts",
+                                         matrix=scipy.sparse.csr_matrix(counts[None, :])))
+    combiner = IntentCombiner(random_seed=0)
+    combiner.train(TrainingData(messages=messages))
+    assert [m.kind for m in combiner.members_] == ["head", "sparse"]
+    accuracy = combiner.calibration_.notes["members_accuracy"]
+    assert accuracy["n-grams"] > accuracy["vec"]  # the noisy vector tells less than the words
+    combiner.persist(tmp_path)
+    loaded = IntentCombiner.load(tmp_path, combiner.config)
+    first = messages[:6]
+    second = [Message(text=m.text, tokens=m.tokens, features=m.features) for m in first]
+    combiner.process(first)
+    loaded.process(second)
+    assert [m.intent_ranking for m in first] == [m.intent_ranking for m in second]
+    never = IntentCombiner(random_seed=0, sparse_head_below=0)
+    never.train(TrainingData(messages=messages))
+    assert [m.kind for m in never.members_] == ["head"]

@@ -112,9 +112,12 @@ class SparseHead:
 
 
 def _tfidf(counts: scipy.sparse.csr_matrix, idf: np.ndarray) -> scipy.sparse.csr_matrix:
-    """Sublinear term frequency times ``idf``, each row scaled to unit length."""
+    """Sublinear term frequency times ``idf``, each row scaled to unit length (on the csr arrays
+    directly: a parse of one message makes no intermediate matrices)."""
     x = scipy.sparse.csr_matrix(counts, dtype=np.float64, copy=True)
-    x.data = np.log1p(np.maximum(x.data, 0.0))
-    x = x @ scipy.sparse.diags(idf.astype(np.float64))
-    norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
-    return scipy.sparse.csr_matrix(scipy.sparse.diags(1.0 / np.maximum(norms, 1e-12)) @ x)
+    x.sum_duplicates()
+    x.data = np.log1p(np.maximum(x.data, 0.0)) * idf[x.indices]
+    rows = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+    norms = np.sqrt(np.bincount(rows, weights=x.data * x.data, minlength=x.shape[0]))
+    x.data /= np.maximum(norms, 1e-12)[rows]
+    return x

@@ -83,14 +83,17 @@ def score(model: Any, language: str, test: Any) -> dict[str, Any]:
     }
 
 
-def train_and_score(config: dict[str, Any], train: Any, tests: dict[str, Any]) -> dict[str, Any]:
-    """Train ``config`` on ``train`` in a temporary folder and score the model on each test set."""
+def train_and_score(config: dict[str, Any], train: Any, tests: dict[str, Any],
+                    overrides: list[str]) -> dict[str, Any]:
+    """Train ``config`` (with ``overrides``, ``NAME.KEY=VALUE``) on ``train`` in a temporary
+    folder and score the model on each test set."""
     from nlu_engine.assembly.model import Model
     from nlu_engine.assembly.model import train as train_model
 
     with tempfile.TemporaryDirectory(prefix="cross-lingual-") as tmp:
         start = time.perf_counter()
-        archive = train_model(config, train, out=tmp, fixed_model_name="model", log=None)
+        archive = train_model(config, train, out=tmp, fixed_model_name="model",
+                              overrides=overrides, log=None)
         seconds = time.perf_counter() - start
         model = Model.load(archive)
         scores = [score(model, language, test) for language, test in tests.items()]
@@ -140,14 +143,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="train on A plus --shots examples an intent of B, test on B")
     parser.add_argument("--shots", type=int, default=2, help="examples an intent of B (default 2)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the draw of --shots")
+    parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
+                        help="override a parameter, as nlu-engine train --set")
     parser.add_argument("--out", type=Path, default=RESULTS / "cross_lingual.json")
     args = parser.parse_args(argv)
     mixed = parse_mixed(args.mixed)
     tests = {language: load(language, "test") for language in args.test}
-    result: dict[str, Any] = {"config": str(args.config), "shots": args.shots, "seed": args.seed,
-                              "trained": [], "mixed": []}
+    result: dict[str, Any] = {"config": str(args.config), "overrides": args.set, "shots": args.shots,
+                              "seed": args.seed, "trained": [], "mixed": []}
     for language in args.train:
-        run = train_and_score(language_config(args.config, language), load(language, "valid"), tests)
+        run = train_and_score(language_config(args.config, language), load(language, "valid"), tests,
+                              args.set)
         result["trained"].append(run)
         print(f"trained on {language} ({run['num_train']} examples) in {run['train_seconds']} s",
               file=sys.stderr, flush=True)
@@ -156,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         added = shots(load(second, "valid"), args.shots, args.seed)
         train = train.with_messages([*train.messages, *added])
         test = tests.get(second) or load(second, "test")
-        run = train_and_score(language_config(args.config, first), train, {second: test})
+        run = train_and_score(language_config(args.config, first), train, {second: test}, args.set)
         result["mixed"].append({**run, "added_language": second, "num_added": len(added)})
     print_tables(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)

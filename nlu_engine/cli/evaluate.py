@@ -225,6 +225,7 @@ def _print_summary(summary: dict[str, Any], out: str) -> None:
 def run_model_test(args: argparse.Namespace) -> int:
     from nlu_engine.assembly.model import Model
     from nlu_engine.evaluation.experiments import evaluate_model
+    from nlu_engine.evaluation.languages import compare_scripts
 
     data = _load_data(args.data)
     model = Model.load(args.model, allow.allowed(args.allow_component), args.runtime)
@@ -240,7 +241,12 @@ def run_model_test(args: argparse.Namespace) -> int:
         "runtime": model.runtime,
         "data": [str(p) for p in args.data],
         "timings": {"parse_seconds": round(parse_seconds, 3)},
+        # the test data's script against the model's language: a notice when they differ
+        "test_language": compare_scripts(model.pipeline.config.language,
+                                         (m.text for m in data.messages)),
     }
+    if info["test_language"]["notice"]:
+        info["notices"] = [info["test_language"]["notice"]]
     summary = _write(evaluation, args, info)
     _print_summary(summary, args.out)
     return 0

@@ -168,22 +168,50 @@ def main_script(counts: Counter[str]) -> str | None:
     return counts.most_common(1)[0][0]
 
 
-def script_mismatch(language: str, texts: Iterable[str]) -> str | None:
-    """A one-line warning when ``texts`` are mostly written in a script ``language`` is not
-    written in (Japanese text under ``language: en``); None when they fit or say too little."""
+@dataclass(frozen=True)
+class ScriptShare:
+    """The script most of some texts' letters are written in (:func:`main_script`)."""
+
+    script: str
+    #: the letters counted
+    letters: int
+    #: the percent of them in that script (for Japanese, kana and Han together)
+    share: float
+
+    @property
+    def written(self) -> str:
+        """``Japanese (kana and Han)`` or ``the Cyrillic script``."""
+        return "Japanese (kana and Han)" if self.script == "Kana" else f"the {self.script} script"
+
+
+def foreign_script(language: str, counts: Counter[str]) -> ScriptShare | None:
+    """The script most of the ``counts`` letters are in, when ``language`` is not written in it;
+    None when it is, when ``language`` is ``xx`` or when the letters are too few to say."""
     row = language_of(language)
-    counts = script_counts(texts)
     script = main_script(counts)
     if not row.scripts or script is None or script in row.scripts:
         return None
-    share = 100 * counts[script] / sum(counts.values())
-    if script == "Kana":
-        share = 100 * (counts["Kana"] + counts["Han"]) / sum(counts.values())
-    users = [code for code, other in LANGUAGES.items() if other.scripts[:1] == (script,)]
+    letters = sum(counts.values())
+    held = counts["Kana"] + counts["Han"] if script == "Kana" else counts[script]
+    return ScriptShare(script, letters, 100 * held / letters)
+
+
+def script_users(script: str) -> list[str]:
+    """The codes of the languages mainly written in ``script``, in the table's order."""
+    return [code for code, row in LANGUAGES.items() if row.scripts[:1] == (script,)]
+
+
+def script_mismatch(language: str, texts: Iterable[str]) -> str | None:
+    """A one-line warning when ``texts`` are mostly written in a script ``language`` is not
+    written in (Japanese text under ``language: en``); None when they fit or say too little."""
+    found = foreign_script(language, script_counts(texts))
+    if found is None:
+        return None
+    row = language_of(language)
+    users = script_users(found.script)
     hint = f" (e.g. {', '.join(users[:4])})" if users else ""
-    written = "Japanese (kana and Han)" if script == "Kana" else f"the {script} script"
     return (
-        f"the training data is mostly written in {written} ({share:.0f}% of its "
-        f"{sum(counts.values())} letters), but language is '{language}' ({row.name}, written in "
+        f"the training data is mostly written in {found.written} ({found.share:.0f}% of its "
+        f"{found.letters} letters), but language is '{language}' ({row.name}, written in "
         f"{' and '.join(row.scripts)}); set language: in the config to the data's language{hint}"
     )

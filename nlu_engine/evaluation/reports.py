@@ -95,7 +95,7 @@ def write_reports(
     (when scored) and for each ``<Extractor>``, ``summary.json``; with ``plot`` (needs
     matplotlib) ``intent_confusion_matrix.png``, ``intent_histogram.png``, and the same two for
     ``response_selection`` and each ``<Extractor>``; with ``html`` ``index.html``. ``info`` (model, data,
-    timings, cross-validation...) is merged into the summary.
+    timings, cross-validation...) is merged into the summary; its ``notices`` lead the summary's.
     """
     start = time.perf_counter()
     folder = Path(out)
@@ -131,7 +131,7 @@ def write_reports(
             written.append(f"{name}_successes.json")
 
     images: list[tuple[str, Path]] = []
-    notices: list[str] = []
+    notices: list[str] = list((info or {}).get("notices") or [])  # the caller's come first
     if plot:
         if not plots.available():
             notices.append(f"{MATPLOTLIB_MISSING} (pip install 'nlu-engine[plot]')")

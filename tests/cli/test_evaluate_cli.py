@@ -225,3 +225,36 @@ def test_user_errors_are_one_line(project, capsys, argv, message):
     assert main(["test", "--data", "test.yml", *argv]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and "Traceback" not in err
+
+
+def test_model_test_reports_test_data_in_another_script(project, capsys):
+    assert main(["train", "-c", "config.yml", "--data", "train.yml", "--out", "models",
+                 "--fixed-model-name", "m"]) == 0
+    (project / "ru.yml").write_text(textwrap.dedent("""\
+        version: "3.1"
+        nlu:
+        - intent: greet
+          examples: |
+            - привет, как дела у тебя сегодня
+        - intent: weather
+          examples: |
+            - какая погода в [париже](city) завтра утром
+        """))
+    allowed = ["--allow-component", "word_extractor.WordExtractor", "--no-plot"]
+    capsys.readouterr()
+    assert main(["test", "--data", "ru.yml", "--out", "ru", *allowed]) == 0
+    notices = [line for line in capsys.readouterr().err.splitlines() if "test data is" in line]
+    assert len(notices) == 1
+    assert notices[0].startswith("notice: the test data is mostly in the Cyrillic script (100% of")
+    assert "language: en (English, written in Latin)" in notices[0]
+    summary = read(project / "ru" / "summary.json")
+    assert summary["test_language"]["main_script"] == "Cyrillic"
+    assert summary["notices"][0] == notices[0].removeprefix("notice: ")
+
+    # English test data under an English model: the shares, and no notice
+    assert main(["test", "--data", "test.yml", "--out", "en", *allowed]) == 0
+    assert "test data is" not in capsys.readouterr().err
+    summary = read(project / "en" / "summary.json")
+    assert summary["test_language"]["scripts"] == {"Latin": 1.0}
+    assert summary["test_language"]["notice"] is None
+    assert not any("test data is" in notice for notice in summary["notices"])

@@ -48,7 +48,7 @@ keys_table = sa.Table(
     "nlu_review_keys", review_metadata,
     sa.Column("key_id", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("digest", sa.String(32), nullable=False, unique=True),
-    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("tokens", sa.Text, nullable=False),  # the key's token set, space-joined ("" for none)
     sa.Column("group_id", sa.Integer, nullable=False, index=True),
 )
 prefixes_table = sa.Table(
@@ -172,8 +172,9 @@ def _add(connection: Any, rows: list[dict[str, Any]], labelled: set[str], thresh
         _link(connection, new_keys, digests, stored, groups, threshold)
     if new_keys:
         connection.execute(sa.insert(keys_table), [
-            {"key_id": stored[digests[key]][0], "digest": digests[key], "key": key,
-             "group_id": groups.find(stored[digests[key]][1])} for key in new_keys])
+            {"key_id": stored[digests[key]][0], "digest": digests[key],
+             "tokens": " ".join(sorted(token_set(key))), "group_id": groups.find(stored[digests[key]][1])}
+            for key in new_keys])
         connection.execute(sa.insert(prefixes_table), [
             {"token": token, "key_id": stored[digests[key]][0]}
             for key in new_keys for token in prefix(token_set(key), threshold)])
@@ -194,27 +195,29 @@ def _link(connection: Any, new_keys: list[str], digests: dict[str, str],
     """Union every new key's group with those of the keys of Jaccard >= ``threshold`` with it: the
     stored ones and the new ones before it, found through their shared prefix tokens."""
     prefixes = {key: prefix(token_set(key), threshold) for key in new_keys}
-    postings: dict[str, list[tuple[str, int]]] = defaultdict(list)  # token -> (key, group)
+    postings: dict[str, list[tuple[str, int]]] = defaultdict(list)  # token -> (tokens, group)
     wanted = sorted({token for tokens in prefixes.values() for token in tokens})
     for part in chunks(wanted):
-        query = (sa.select(prefixes_table.c.token, keys_table.c.key, keys_table.c.group_id)
+        query = (sa.select(prefixes_table.c.token, keys_table.c.tokens, keys_table.c.group_id)
                  .join(keys_table, keys_table.c.key_id == prefixes_table.c.key_id)
                  .where(prefixes_table.c.token.in_(part)))
-        for token, key, group in connection.execute(query):
-            postings[token].append((key, group))
-    sets: dict[str, frozenset[str]] = {}
+        for token, tokens, group in connection.execute(query):
+            postings[token].append((tokens, group))
+    sets: dict[str, frozenset[str]] = {}  # a key's space-joined tokens -> the set
     for key in new_keys:
-        tokens = sets.setdefault(key, token_set(key))
+        tokens = token_set(key)
         low, high = size_bounds(len(tokens), threshold)
         group = stored[digests[key]][1]
         for token in prefixes[key]:
             for other, other_group in postings[token]:
-                other_set = sets.get(other) or sets.setdefault(other, token_set(other))
+                other_set = sets.get(other)
+                if other_set is None:
+                    other_set = sets[other] = frozenset(other.split())
                 if low <= len(other_set) <= high and groups.find(other_group) != groups.find(group) \
                         and jaccard(tokens, other_set) >= threshold:
                     groups.union(group, other_group)
         for token in prefixes[key]:
-            postings[token].append((key, group))
+            postings[token].append((" ".join(sorted(tokens)), group))
 
 
 def _merge(connection: Any, groups: _Groups, touched: set[int]) -> dict[int, dict[str, Any]]:

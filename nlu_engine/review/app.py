@@ -49,6 +49,8 @@ logger = logging.getLogger("nlu_engine.review")
 OUT_OF_SCOPE = "out_of_scope"
 MAX_BODY = 1_000_000
 MAX_GROUP = 10_000
+#: messages of a group an inbox page carries (the oldest); a decision labels those it names
+MEMBERS_SHOWN = 500
 #: queued log rows an inbox request indexes before it answers; the indexer thread takes the rest
 #: every INDEX_EVERY seconds
 CATCH_UP_ROWS, INDEX_EVERY = 5_000, 2.0
@@ -269,9 +271,12 @@ def inbox(request: Request) -> JSONResponse:
     review: Review = request.app.state.review
     offset, limit = _window(request, 50)
     review.store.catch_up(CATCH_UP_ROWS)
-    total, messages, shown = review.store.inbox(offset, limit)
-    decisions = review.store.decisions_of([row["id"] for rows in shown for row in rows])
-    groups = [group_view(rows, decisions, review.settings.fallback_threshold) for rows in shown]
+    total, messages, shown = review.store.inbox(offset, limit, MEMBERS_SHOWN)
+    decisions = review.store.decisions_of([row["id"] for rows, _, _ in shown for row in rows])
+    groups = []
+    for rows, size, score in shown:  # a group larger than MEMBERS_SHOWN: a decision labels those shown
+        group = group_view(rows, decisions, review.settings.fallback_threshold)
+        groups.append({**group, "score": score, "size": size})
     return JSONResponse({"total": total, "messages": messages, "groups": groups})
 
 

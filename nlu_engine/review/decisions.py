@@ -139,20 +139,21 @@ class ReviewStore:
             done += taken
         return done
 
-    def inbox(self, offset: int, limit: int) -> tuple[int, int, list[list[dict[str, Any]]]]:
-        """(groups, pending messages, the rows of the pending messages of the groups ``offset`` to
-        ``offset + limit``, each group oldest first), from the index: rows the log no longer holds
-        (pruned) are left out, and their entries dropped from the index."""
+    def inbox(self, offset: int, limit: int, members: int | None = None
+              ) -> tuple[int, int, list[tuple[list[dict[str, Any]], int, float]]]:
+        """(groups, pending messages, for the groups ``offset`` to ``offset + limit``: the rows of
+        their pending messages, oldest first (the first ``members``), their size and score), from
+        the index: rows the log no longer holds (pruned) are left out, their entries dropped."""
         with self.engine.connect() as connection:
-            groups, messages, members = index.page(connection, offset, limit)
-        rows = self.messages_by_id([message_id for ids in members for message_id in ids])
-        gone = [message_id for ids in members for message_id in ids if message_id not in rows]
+            groups, messages, page = index.page(connection, offset, limit, members)
+        rows = self.messages_by_id([message_id for ids, _, _ in page for message_id in ids])
+        gone = [message_id for ids, _, _ in page for message_id in ids if message_id not in rows]
         if gone:
             with self.engine.begin() as connection:
                 index.lock(connection)
                 index.forget(connection, gone)
-        shown = [[rows[message_id] for message_id in ids if message_id in rows] for ids in members]
-        return groups, messages - len(gone), [group for group in shown if group]
+        shown = [([rows[mid] for mid in ids if mid in rows], size, score) for ids, size, score in page]
+        return groups, messages - len(gone), [group for group in shown if group[0]]
 
     # --- reading ----------------------------------------------------------------------------------
     def messages(self) -> list[dict[str, Any]]:

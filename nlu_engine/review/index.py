@@ -302,19 +302,19 @@ def forget(connection: Any, message_ids: list[str]) -> None:
     recompute(connection, touched)
 
 
-def page(connection: Any, offset: int, limit: int) -> tuple[int, int, list[list[str]]]:
-    """(groups with pending messages, pending messages, the pending message ids of the groups
-    ``offset`` to ``offset + limit`` in the inbox's order, each oldest first)."""
+def page(connection: Any, offset: int, limit: int,
+         members: int | None = None) -> tuple[int, int, list[tuple[list[str], int, float]]]:
+    """(groups with pending messages, pending messages, for the groups ``offset`` to ``offset +
+    limit`` in the inbox's order: the ids of their pending messages, oldest first, the first
+    ``members`` only when given, with the group's size and score)."""
     groups, messages = connection.execute(sa.select(sa.func.count(), sa.func.coalesce(
         sa.func.sum(groups_table.c.pending), 0))).one()
-    order = (sa.select(groups_table.c.group_id).order_by(groups_table.c.score.desc(), groups_table.c.first_id)
-             .offset(offset).limit(limit))
-    shown = list(connection.execute(order).scalars())
-    members: dict[int, list[str]] = {group: [] for group in shown}
-    if shown:
-        query = (sa.select(entries_table.c.group_id, entries_table.c.message_id)
-                 .where(entries_table.c.group_id.in_(shown), entries_table.c.pending == sa.true())
-                 .order_by(entries_table.c.parsed_at, entries_table.c.message_id))
-        for group, message_id in connection.execute(query):
-            members[group].append(message_id)
-    return int(groups), int(messages), [members[group] for group in shown]
+    order = (sa.select(groups_table.c.group_id, groups_table.c.pending, groups_table.c.score)
+             .order_by(groups_table.c.score.desc(), groups_table.c.first_id).offset(offset).limit(limit))
+    shown = []
+    for group, size, score in connection.execute(order).all():
+        query = (sa.select(entries_table.c.message_id)
+                 .where(entries_table.c.group_id == group, entries_table.c.pending == sa.true())
+                 .order_by(entries_table.c.parsed_at, entries_table.c.message_id).limit(members))
+        shown.append((list(connection.execute(query).scalars()), int(size), float(score)))
+    return int(groups), int(messages), shown

@@ -43,7 +43,7 @@ def inbox_of(store: Any, threshold: float) -> tuple[list[dict[str, Any]], list[d
     store.catch_up()
     total, messages, shown = store.inbox(0, 100_000)
     decisions = store.decisions()
-    indexed = [group_view(rows, decisions) for rows in shown]
+    indexed = [group_view(rows, decisions) for rows, _, _ in shown]
     expected = build_inbox(store.messages(), decisions, threshold)
     assert (total, messages) == (len(expected), sum(len(g["messages"]) for g in expected))
     return indexed, expected
@@ -76,7 +76,7 @@ def check_random_traffic(target: str, threshold: float, seed: int, rounds: int =
             log.insert([random_row(rng) for _ in range(rng.randint(0, 25))])
             if rng.random() < 0.5:  # decisions between inserts, the new rows not indexed yet
                 decisions = store.decisions()
-                decide_some(store, [group_view(rows, decisions) for rows in store.inbox(0, 50)[2]], rng)
+                decide_some(store, [group_view(rows, decisions) for rows, _, _ in store.inbox(0, 50)[2]], rng)
             indexed, expected = inbox_of(store, threshold)
             assert indexed == expected
         assert store.decisions() and len(expected) > 1  # the traffic made decisions and groups

@@ -49,8 +49,9 @@ logger = logging.getLogger("nlu_engine.review")
 OUT_OF_SCOPE = "out_of_scope"
 MAX_BODY = 1_000_000
 MAX_GROUP = 10_000
-#: messages of a group an inbox page carries (the oldest); a decision labels those it names
-MEMBERS_SHOWN = 500
+#: messages of a group an inbox page carries (the oldest; the page lists 50); a decision labels
+#: those it names
+MEMBERS_SHOWN = 50
 #: queued log rows an inbox request indexes before it answers; the indexer thread takes the rest
 #: every INDEX_EVERY seconds
 CATCH_UP_ROWS, INDEX_EVERY = 5_000, 2.0

@@ -97,8 +97,12 @@ def check_threshold(connection: Any, threshold: float) -> None:
     """Start the index again (every logged id queued) when it was built with another threshold."""
     stored = connection.execute(sa.select(meta_table.c.value).where(meta_table.c.key == THRESHOLD_KEY)
                                 ).scalar_one_or_none()
-    if stored == repr(threshold):
-        return
+    if stored != repr(threshold):
+        rebuild(connection, threshold)
+
+
+def rebuild(connection: Any, threshold: float) -> None:
+    """Empty the index and queue every logged id again (the indexer rebuilds it with ``threshold``)."""
     for table in INDEX_TABLES:
         connection.execute(sa.delete(table))
     connection.execute(sa.delete(unindexed_table))

@@ -122,12 +122,14 @@ def clear_review(database: Path) -> None:
     import sqlalchemy as sa
 
     from nlu_engine.review.decisions import decisions_table, history_table, open_review
+    from nlu_engine.review.index import rebuild
 
     store = open_review(str(database))
     try:
         with store.engine.begin() as connection:
             connection.execute(sa.delete(history_table))
             connection.execute(sa.delete(decisions_table))
+            rebuild(connection, store.threshold)  # every message pending again
     finally:
         store.close()
 

@@ -17,10 +17,13 @@ that changes anything must be JSON from the page's own origin (no cross-site for
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
+import logging
 import re
 import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -35,16 +38,23 @@ from nlu_engine.contract.errors import NLUError
 from nlu_engine.review.decisions import LABELLED, Change, Conflict, ReviewStore, open_review
 from nlu_engine.review.inbox import (
     FALLBACK_THRESHOLD,
-    build_inbox,
     carry_entities,
     clean_entities,
+    group_view,
     message_view,
 )
 from nlu_engine.review.writeback import WriteResult, check_target, reviewed_path, write_reviewed
 
+logger = logging.getLogger("nlu_engine.review")
 OUT_OF_SCOPE = "out_of_scope"
 MAX_BODY = 1_000_000
 MAX_GROUP = 10_000
+#: messages of a group an inbox page carries (the oldest; the page lists 50); a decision labels
+#: those it names
+MEMBERS_SHOWN = 50
+#: queued log rows an inbox request indexes before it answers; the indexer thread takes the rest
+#: every INDEX_EVERY seconds
+CATCH_UP_ROWS, INDEX_EVERY = 5_000, 2.0
 _NAME = re.compile(r"[^\s\x00-\x1f\x7f\[\](){}]{1,100}")
 ASSETS = {"/": ("index.html", "text/html; charset=utf-8"),
           "/review.js": ("review.js", "text/javascript; charset=utf-8"),
@@ -97,7 +107,7 @@ class Review:
         data = load_data(settings.data)
         self.intents = sorted({m.intent_response_key or m.intent for m in data.messages if m.intent})
         self.entity_types = data.entity_types
-        self.store: ReviewStore = open_review(settings.db)
+        self.store: ReviewStore = open_review(settings.db, settings.threshold)
         self.lock = threading.Lock()
         self.last_write: WriteResult | None = None
         self.trainer: Any = None
@@ -186,7 +196,7 @@ def _changes(review: Review, body: dict[str, Any]) -> list[Change]:
     targets = _targets(body)
     intent = _name(body.get("intent"), "intent")
     rows = review.store.messages_by_id([message_id for message_id, _ in targets])
-    known = review.store.decisions()
+    known = review.store.decisions_of([message_id for message_id, _ in targets])
     missing = [message_id for message_id, _ in targets if message_id not in rows and message_id not in known]
     if missing:
         raise BadRequest(f"no logged message has id {missing[0]!r}", 404)
@@ -257,12 +267,18 @@ def _window(request: Request, default: int) -> tuple[int, int]:
 
 
 def inbox(request: Request) -> JSONResponse:
+    """One page of the inbox from the index, after indexing what was logged since (a bounded
+    share of it: a backlog is the indexer thread's, :func:`_indexer`)."""
     review: Review = request.app.state.review
     offset, limit = _window(request, 50)
-    groups = build_inbox(review.store.messages(), review.store.decisions(), review.settings.threshold,
-                         review.settings.fallback_threshold)
-    return JSONResponse({"total": len(groups), "messages": sum(len(g["messages"]) for g in groups),
-                         "groups": groups[offset:offset + limit]})
+    review.store.catch_up(CATCH_UP_ROWS)
+    total, messages, shown = review.store.inbox(offset, limit, MEMBERS_SHOWN)
+    decisions = review.store.decisions_of([row["id"] for rows, _, _ in shown for row in rows])
+    groups = []
+    for rows, size, score in shown:  # a group larger than MEMBERS_SHOWN: a decision labels those shown
+        group = group_view(rows, decisions, review.settings.fallback_threshold)
+        groups.append({**group, "score": score, "size": size})
+    return JSONResponse({"total": total, "messages": messages, "groups": groups})
 
 
 def done(request: Request) -> JSONResponse:
@@ -323,10 +339,35 @@ def create_app(settings: ReviewSettings) -> Starlette:
                Route("/api/done", done, methods=["GET"]), Route("/api/decide", decide, methods=["POST"]),
                Route("/api/undo", undo, methods=["POST"]),
                Route("/api/train", train, methods=["GET", "POST"])]
-    app = Starlette(routes=routes)
+    app = Starlette(routes=routes, lifespan=_indexer)
     app.state.review = review
     app.add_middleware(_Guard)  # type: ignore[arg-type]
     return app
+
+
+@contextlib.asynccontextmanager
+async def _indexer(app: Starlette) -> AsyncIterator[None]:
+    """While the app serves: a thread that indexes the log's new messages every INDEX_EVERY
+    seconds, so the inbox keeps up with the traffic whether or not the page asks."""
+    review: Review = app.state.review
+    stop = threading.Event()
+
+    def run() -> None:
+        while True:
+            try:
+                review.store.catch_up()
+            except Exception as error:  # the database is away: try again later
+                logger.warning("review: indexing the message log failed (%s); trying again", error)
+            if stop.wait(INDEX_EVERY):
+                return
+
+    thread = threading.Thread(target=run, name="review-indexer", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 class _Guard:

@@ -9,6 +9,13 @@ Each decision carries a version. A write names the version it saw (0: none yet) 
 only if that is still the stored one, all of a request's messages in one transaction; otherwise
 nothing is written and :class:`Conflict` names the messages another reviewer decided meanwhile (the
 page answers 409). An undo is a new version that restores the one before it, under the same rule.
+A write takes the review writers' lock first (:func:`nlu_engine.review.index.lock`), so of two
+reviewers deciding the same group at once the second reads the first's versions and gets the 409.
+
+The inbox is read from the index the store keeps in the same database
+(:mod:`nlu_engine.review.index`): :meth:`ReviewStore.catch_up` indexes the messages logged since,
+a decision updates the groups it touches in its own transaction, and :meth:`ReviewStore.inbox`
+reads one page of groups without reading the log.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from nlu_engine.contract.errors import NLUError
+from nlu_engine.review import index
+from nlu_engine.review.index import review_metadata
 from nlu_engine.server.message_store import (
     SQLStore,
     describe,
@@ -33,8 +42,6 @@ from nlu_engine.server.message_store import (
 REVIEW_VERSION = 1
 #: a decision's states: labelled (an intent, maybe entities) or open (undone, not yet decided)
 LABELLED, OPEN = "labelled", "open"
-
-review_metadata = sa.MetaData()
 
 
 def _decision_columns() -> list[sa.Column]:
@@ -89,7 +96,8 @@ class Conflict(Exception):
 class ReviewStore:
     """The message log of ``--db`` and the review's tables in it."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, threshold: float = 0.8) -> None:
+        self.threshold = threshold
         try:
             self.log: SQLStore = open_store(target, create=False)
         except NLUError as error:
@@ -115,6 +123,37 @@ class ReviewStore:
             if stored is None:
                 connection.execute(sa.insert(meta_table).values(key="review_version",
                                                                 value=str(REVIEW_VERSION)))
+            index.check_threshold(connection, self.threshold)
+
+    # --- the index --------------------------------------------------------------------------------
+    def catch_up(self, limit: int | None = None) -> int:
+        """Index the messages logged since the last call (at most about ``limit``): how many."""
+        done = 0
+        while limit is None or done < limit:
+            with self.engine.begin() as connection:
+                index.lock(connection)
+                taken = index.index_queued(connection, self.threshold, _labelled_of,
+                                           index.CHUNK if limit is None else min(index.CHUNK, limit - done))
+            if not taken:
+                break
+            done += taken
+        return done
+
+    def inbox(self, offset: int, limit: int, members: int | None = None
+              ) -> tuple[int, int, list[tuple[list[dict[str, Any]], int, float]]]:
+        """(groups, pending messages, for the groups ``offset`` to ``offset + limit``: the rows of
+        their pending messages, oldest first (the first ``members``), their size and score), from
+        the index: rows the log no longer holds (pruned) are left out, their entries dropped."""
+        with self.engine.connect() as connection:
+            groups, messages, page = index.page(connection, offset, limit, members)
+        rows = self.messages_by_id([message_id for ids, _, _ in page for message_id in ids])
+        gone = [message_id for ids, _, _ in page for message_id in ids if message_id not in rows]
+        if gone:
+            with self.engine.begin() as connection:
+                index.lock(connection)
+                index.forget(connection, gone)
+        shown = [([rows[mid] for mid in ids if mid in rows], size, score) for ids, size, score in page]
+        return groups, messages - len(gone), [group for group in shown if group[0]]
 
     # --- reading ----------------------------------------------------------------------------------
     def messages(self) -> list[dict[str, Any]]:
@@ -127,9 +166,17 @@ class ReviewStore:
     def messages_by_id(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """The logged messages of ``ids`` that the log holds."""
         columns = [messages_table.c[name] for name in MESSAGE_COLUMNS]
-        query = sa.select(*columns).where(messages_table.c.id.in_(ids))
+        found: dict[str, dict[str, Any]] = {}
         with self.engine.connect() as connection:
-            return {row["id"]: dict(row) for row in connection.execute(query).mappings()}
+            for part in index.chunks(ids):
+                query = sa.select(*columns).where(messages_table.c.id.in_(part))
+                found.update((row["id"], dict(row)) for row in connection.execute(query).mappings())
+        return found
+
+    def decisions_of(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The current decisions of ``ids`` (those that have one), by message id."""
+        with self.engine.connect() as connection:
+            return self._current(connection, ids)
 
     def decisions(self) -> dict[str, dict[str, Any]]:
         """Every message's current decision (open ones too), by message id."""
@@ -156,6 +203,7 @@ class ReviewStore:
 
     def _decide(self, changes: list[Change], reviewer: str | None, now: float) -> dict[str, int]:
         with self.engine.begin() as connection:
+            index.lock(connection)
             current = self._current(connection, [change.message_id for change in changes])
             stale = {change.message_id: current.get(change.message_id) for change in changes
                      if _version(current.get(change.message_id)) != change.expected}
@@ -164,13 +212,16 @@ class ReviewStore:
             versions: dict[str, int] = {}
             for change in changes:
                 versions[change.message_id] = self._write(connection, change, reviewer, now)
+            index.refresh(connection, {change.message_id: change.status != LABELLED for change in changes})
             return versions
 
     def undo(self, items: list[tuple[str, int]], reviewer: str | None) -> dict[str, int]:
         """Restore, for each ``(message_id, version)``, the decision before that version (none:
         the message is open again), if ``version`` is still the stored one; else :class:`Conflict`."""
         now = time.time()
+        pending: dict[str, bool] = {}
         with self.engine.begin() as connection:
+            index.lock(connection)
             current = self._current(connection, [message_id for message_id, _ in items])
             stale = {message_id: current.get(message_id) for message_id, version in items
                      if version < 1 or _version(current.get(message_id)) != version}
@@ -186,11 +237,16 @@ class ReviewStore:
                                  tuple(before["entities"] or ()))
                           if before is not None else Change(message_id, version, text, OPEN))
                 versions[message_id] = self._write(connection, change, reviewer, now)
+                pending[message_id] = change.status != LABELLED
+            index.refresh(connection, pending)
             return versions
 
     def _current(self, connection: Any, ids: list[str]) -> dict[str, dict[str, Any]]:
-        query = sa.select(decisions_table).where(decisions_table.c.message_id.in_(ids))
-        return {row["message_id"]: dict(row) for row in connection.execute(query).mappings()}
+        found: dict[str, dict[str, Any]] = {}
+        for part in index.chunks(ids):
+            query = sa.select(decisions_table).where(decisions_table.c.message_id.in_(part))
+            found.update((row["message_id"], dict(row)) for row in connection.execute(query).mappings())
+        return found
 
     def _write(self, connection: Any, change: Change, reviewer: str | None, now: float) -> int:
         version = change.expected + 1
@@ -218,7 +274,17 @@ def _version(decision: dict[str, Any] | None) -> int:
     return 0 if decision is None else int(decision["version"])
 
 
-def open_review(target: str) -> ReviewStore:
-    """The review store of ``--db TARGET``: a one-line :class:`NLUError` when it is not a message
-    log of this version (or its review tables are of another)."""
-    return ReviewStore(target)
+def _labelled_of(connection: Any, ids: list[str]) -> set[str]:
+    """Those of ``ids`` whose current decision labels them."""
+    found: set[str] = set()
+    for part in index.chunks(ids):
+        found.update(connection.execute(sa.select(decisions_table.c.message_id).where(
+            decisions_table.c.message_id.in_(part), decisions_table.c.status == LABELLED)).scalars())
+    return found
+
+
+def open_review(target: str, threshold: float = 0.8) -> ReviewStore:
+    """The review store of ``--db TARGET`` (its inbox grouping texts of Jaccard >= ``threshold``):
+    a one-line :class:`NLUError` when it is not a message log of this version (or its review
+    tables are of another); a log of the previous version is migrated in place."""
+    return ReviewStore(target, threshold)

@@ -2,20 +2,23 @@
 
 Two messages are one group when their normalised texts are equal (Unicode NFKC, case folded,
 zero-width and format characters and punctuation dropped, whitespace collapsed), or when their
-token sets are similar: Jaccard similarity of at least ``threshold`` (default 0.8). Candidates are
-found through an index of the tokens, skipping the tokens that many texts share, so a large log
-is grouped without comparing every pair; groups are merged transitively (union-find).
+token sets are similar: Jaccard similarity of at least ``threshold`` (default 0.8); groups are
+merged transitively (union-find). Candidates are found exactly, without comparing every pair, by
+prefix filtering: two token sets of Jaccard >= t share a token among the first ``|A| - ceil(t|A|) + 1``
+of each, in one fixed order of tokens (longest first: long words are the rare ones). The order
+depends on no other text, so the review's index (:mod:`nlu_engine.review.index`), which adds texts
+as they are logged, finds the same pairs as :func:`group_texts` over the whole log.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
 import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 
-#: a token that more texts than this share finds no candidates (it would make grouping quadratic)
-COMMON_TOKEN_TEXTS = 200
 _WORD = re.compile(r"\w+")
 
 
@@ -27,8 +30,32 @@ def normalise(text: str) -> str:
     return " ".join(_WORD.findall(text))
 
 
+def group_key(text: str) -> str:
+    """The key of a text: its normalised form; a text of no word (emoji, punctuation) keeps its
+    stripped self behind a NUL, so it is grouped only with the same text."""
+    return normalise(text) or "\0" + text.strip()
+
+
 def token_set(normalised: str) -> frozenset[str]:
     return frozenset() if normalised.startswith("\0") else frozenset(normalised.split())
+
+
+def _token_order(token: str) -> tuple[int, bytes]:
+    return -len(token), hashlib.blake2b(token.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def prefix(tokens: frozenset[str], threshold: float) -> list[str]:
+    """The tokens of a set any set of Jaccard >= ``threshold`` with it shares one of (the first
+    ``|A| - ceil(t|A|) + 1`` in the fixed order); none for an empty set."""
+    if not tokens:
+        return []
+    keep = len(tokens) - math.ceil(threshold * len(tokens) - 1e-9) + 1
+    return sorted(tokens, key=_token_order)[:max(1, keep)]
+
+
+def size_bounds(size: int, threshold: float) -> tuple[float, float]:
+    """The sizes a token set of Jaccard >= ``threshold`` with one of ``size`` tokens can have."""
+    return threshold * size - 1e-9, size / threshold + 1e-9
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -58,25 +85,22 @@ def group_texts(texts: Sequence[str], threshold: float = 0.8) -> list[list[int]]
     the groups in the order of their first text."""
     keys: dict[str, list[int]] = defaultdict(list)
     for index, text in enumerate(texts):
-        # a text of no word (emoji, punctuation) is grouped only with the same text
-        keys[normalise(text) or "\0" + text.strip()].append(index)
+        keys[group_key(text)].append(index)
     distinct = list(keys)
     sets = [token_set(key) for key in distinct]
     union = _UnionFind(len(distinct))
     if threshold < 1.0:
         postings: dict[str, list[int]] = defaultdict(list)
         for position, tokens in enumerate(sets):
-            for token in tokens:
-                postings[token].append(position)
-        for position, tokens in enumerate(sets):
-            candidates: set[int] = set()
-            for token in tokens:
-                shared = postings[token]
-                if len(shared) <= COMMON_TOKEN_TEXTS:
-                    candidates.update(other for other in shared if other > position)
+            low, high = size_bounds(len(tokens), threshold)
+            first = prefix(tokens, threshold)
+            candidates = {other for token in first for other in postings[token]
+                          if low <= len(sets[other]) <= high}
             for other in candidates:
                 if jaccard(tokens, sets[other]) >= threshold:
                     union.union(position, other)
+            for token in first:
+                postings[token].append(position)
     grouped: dict[int, list[int]] = defaultdict(list)
     for position, key in enumerate(distinct):
         grouped[union.find(position)].extend(keys[key])

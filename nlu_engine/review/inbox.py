@@ -102,22 +102,30 @@ def message_view(row: dict[str, Any], decision: dict[str, Any] | None,
     }
 
 
+def group_view(rows: Sequence[dict[str, Any]], decisions: dict[str, dict[str, Any]],
+               fallback_threshold: float = FALLBACK_THRESHOLD) -> dict[str, Any]:
+    """A group as the page shows it, from its pending ``rows`` (oldest first). Its ``accept``: its
+    first message's, unless any of its messages may not be accepted (``guard``: the first reason)."""
+    score, reasons = group_priority(rows)
+    views = [message_view(row, decisions.get(row["id"]), fallback_threshold) for row in rows]
+    guard = next((view["guard"] for view in views if view["guard"]), None)
+    return {"id": rows[0]["id"], "score": score, "reasons": reasons,
+            "accept": None if guard else views[0]["accept"], "guard": guard, "messages": views}
+
+
 def build_inbox(messages: Sequence[dict[str, Any]], decisions: dict[str, dict[str, Any]],
                 threshold: float = 0.8,
                 fallback_threshold: float = FALLBACK_THRESHOLD) -> list[dict[str, Any]]:
-    """The groups of messages not labelled yet, highest priority first. A group's ``accept``: its
-    first message's, unless any of its messages may not be accepted (``guard``: the first reason)."""
-    pending = [row for row in messages
-               if (decisions.get(row["id"]) or {}).get("status") != LABELLED and isinstance(row["text"], str)]
+    """The groups of messages not labelled yet, highest priority first, computed from the whole
+    log (``messages`` oldest first): the texts of every message are grouped, labelled or not, and
+    each group shows its pending ones. The review's index (:mod:`nlu_engine.review.index`) keeps
+    the same groups as messages arrive; this is its reference."""
+    rows = [row for row in messages if isinstance(row["text"], str)]
     groups = []
-    for members in group_texts([row["text"] for row in pending], threshold):
-        rows = [pending[i] for i in members]
-        score, reasons = group_priority(rows)
-        views = [message_view(row, decisions.get(row["id"]), fallback_threshold) for row in rows]
-        guard = next((view["guard"] for view in views if view["guard"]), None)
-        groups.append({"id": rows[0]["id"], "score": round(score, 4), "reasons": reasons,
-                       "accept": None if guard else views[0]["accept"], "guard": guard,
-                       "messages": views})
+    for members in group_texts([row["text"] for row in rows], threshold):
+        pending = [rows[i] for i in members if (decisions.get(rows[i]["id"]) or {}).get("status") != LABELLED]
+        if pending:
+            groups.append(group_view(pending, decisions, fallback_threshold))
     groups.sort(key=lambda group: (-group["score"], group["id"]))
     return groups
 

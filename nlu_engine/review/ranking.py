@@ -46,8 +46,14 @@ def priority(message: dict[str, Any]) -> tuple[float, list[str]]:
     return score, reasons
 
 
+def group_score(top: float, size: int) -> float:
+    """The score a group of ``size`` messages whose most unsure one's priority is ``top`` is
+    shown and ordered by: ``top * (1 + log2(size) / 4)``, to 4 places."""
+    return round(top * (1.0 + math.log2(size) / 4), 4)
+
+
 def group_priority(members: Sequence[dict[str, Any]]) -> tuple[float, list[str]]:
-    """A group's priority: its most unsure member's, times ``1 + log2(size) / 4``."""
+    """A group's priority (:func:`group_score`) and its most unsure member's reasons."""
     scored = [priority(member) for member in members]
     score, reasons = max(scored, key=lambda pair: pair[0])
-    return score * (1.0 + math.log2(len(members)) / 4), reasons
+    return group_score(score, len(members)), reasons

@@ -5,10 +5,14 @@ worker processes of ``serve --workers N`` write to it side by side); ``--log-mes
 postgresql://user@host/db`` a PostgreSQL database (psycopg 3), for several workers or hosts. Every
 statement is built with SQLAlchemy's expression language, never from strings.
 
-The schema is two tables: ``nlu_log_meta`` (``key`` → ``value``: the format's name and its version)
-and ``nlu_log_messages``, one row a parse, keyed by a uuid made when the message was parsed, so a
-batch written again after an error adds nothing twice. A database from another version, or a
-file that is not a log, is refused with one line when the store opens.
+The schema (version 2) is three tables: ``nlu_log_meta`` (``key`` → ``value``: the format's name
+and its version), ``nlu_log_messages``, one row a parse, keyed by a uuid made when the message was
+parsed, so a batch written again after an error adds nothing twice, and ``nlu_log_unindexed``, the
+ids of the rows no reader has indexed yet (written in the same transaction as the rows: the review's
+grouping, :mod:`nlu_engine.review`, takes them from there, so it reads each row once and misses none,
+whatever order the workers' transactions commit in). A log of version 1 (no ``nlu_log_unindexed``)
+is migrated in place when it opens: the table is made and every stored row's id queued. A log of a
+newer version, or a file that is not a log, is refused with one line when the store opens.
 
 :class:`SQLStore` is the writer's :class:`~nlu_engine.server.message_log.Store`: ``insert``,
 ``prune`` and ``close``, a failure being ``StoreUnavailable`` (the database is down, full or
@@ -29,7 +33,9 @@ from nlu_engine.contract.errors import NLUError
 from nlu_engine.server.message_log import RowsRefused, StoreUnavailable
 
 FORMAT_NAME = "nlu-engine message log"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: the older schema versions :meth:`SQLStore._check_schema` migrates in place
+MIGRATES_FROM = ("1",)
 #: seconds an SQLite write waits for another process's lock before it counts as unavailable
 BUSY_TIMEOUT = 5.0
 
@@ -58,6 +64,12 @@ messages_table = sa.Table(
     sa.Column("intent_ranking", sa.JSON),
     sa.Column("entities", sa.JSON),
     sa.Column("parse_result", sa.JSON),
+)
+#: the ids of the rows no reader has indexed yet (version 2): a queue the review's grouping empties
+unindexed_table = sa.Table(
+    "nlu_log_unindexed",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
 )
 #: the columns a row carries, in the table's order
 COLUMNS = tuple(column.name for column in messages_table.columns)
@@ -156,7 +168,10 @@ class SQLStore:
             if meta_table.name in tables:
                 query = sa.select(meta_table.c.key, meta_table.c.value)
                 stored = dict(connection.execute(query).tuples().all())
-                return self._check_version(stored)
+                self._check_version(stored)
+                if stored.get("version") in MIGRATES_FROM:
+                    _migrate(connection)
+                return
             if messages_table.name in tables or (self.dialect == "sqlite" and tables):
                 raise NLUError(f"--log-messages {self.description} is not an nlu-engine message log "
                                "(it holds other tables); name a new file or an empty database")
@@ -173,27 +188,36 @@ class SQLStore:
         if stored.get("format") != FORMAT_NAME:
             raise NLUError(f"--log-messages {self.description} is not an nlu-engine message log "
                            f"(its nlu_log_meta names no '{FORMAT_NAME}')")
-        if stored.get("version") != str(SCHEMA_VERSION):
+        version = stored.get("version")
+        if version is not None and version.isdigit() and int(version) > SCHEMA_VERSION:
+            raise NLUError(
+                f"--log-messages {self.description} is a message log of schema version {version}, "
+                f"newer than this nlu-engine's ({SCHEMA_VERSION}): upgrade nlu-engine to open it"
+            )
+        if version != str(SCHEMA_VERSION) and version not in MIGRATES_FROM:
             raise NLUError(
                 f"--log-messages {self.description} is a message log of schema version "
                 f"{stored.get('version')}; this nlu-engine reads and writes version {SCHEMA_VERSION}: "
                 "name a new file or database"
             )
 
-    def _insert_statement(self) -> Any:
+    def _insert_statement(self, table: sa.Table = messages_table) -> Any:
         """INSERT ... ON CONFLICT (id) DO NOTHING, in the database's dialect."""
         from sqlalchemy.dialects import postgresql, sqlite
 
         dialect = sqlite if self.dialect == "sqlite" else postgresql
-        return dialect.insert(messages_table).on_conflict_do_nothing(index_elements=["id"])
+        return dialect.insert(table).on_conflict_do_nothing(index_elements=["id"])
 
     def insert(self, rows: list[dict[str, Any]]) -> None:
-        """Store ``rows`` in one transaction; a row whose id is stored already is skipped."""
+        """Store ``rows`` in one transaction, their ids queued for the readers that index the log
+        (:data:`unindexed_table`); a row whose id is stored already is skipped."""
         if not rows:
             return
         try:
             with self.engine.begin() as connection:
                 connection.execute(self._insert_statement(), rows)
+                queued = [{"id": row["id"]} for row in rows]
+                connection.execute(self._insert_statement(unindexed_table), queued)
         except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.DisconnectionError,
                 sa_exc.TimeoutError, sa_exc.ResourceClosedError, OSError) as error:
             raise StoreUnavailable(first_line(error)) from None
@@ -214,6 +238,9 @@ class SQLStore:
                     older = (sa.select(table.c.id).order_by(table.c.parsed_at.desc(), table.c.id.desc())
                              .offset(max_rows).scalar_subquery())
                     deleted += connection.execute(sa.delete(table).where(table.c.id.in_(older))).rowcount
+                if deleted:  # the queued ids of rows pruned before any reader indexed them
+                    kept = sa.select(table.c.id).where(table.c.id == unindexed_table.c.id).exists()
+                    connection.execute(sa.delete(unindexed_table).where(~kept))
         except (sa_exc.SQLAlchemyError, OSError) as error:
             raise StoreUnavailable(first_line(error)) from None
         return max(deleted, 0)
@@ -233,6 +260,16 @@ class SQLStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _migrate(connection: Any) -> None:
+    """A version 1 log made version 2 in the open transaction: the unindexed queue made and every
+    stored row's id put on it (nothing of the log is rewritten)."""
+    unindexed_table.create(connection, checkfirst=True)
+    connection.execute(sa.insert(unindexed_table).from_select(["id"], sa.select(messages_table.c.id)))
+    connection.execute(sa.update(meta_table).where(meta_table.c.key == "version")
+                       .values(value=str(SCHEMA_VERSION)))
+    connection.execute(sa.insert(meta_table).values(key="migrated_at", value=f"{time.time():.3f}"))
 
 
 def open_store(target: str, create: bool = True) -> SQLStore:

@@ -28,3 +28,28 @@ def test_similarity_is_jaccard_of_token_sets() -> None:
 def test_grouping_is_transitive_and_ordered_by_first_text() -> None:
     texts = ["a b c d e f g h", "x y", "a b c d e f g h i", "a b c d e f g h i j"]
     assert group_texts(texts) == [[0, 2, 3], [1]]
+
+
+def test_prefix_filtering_finds_every_pair_all_pairs_would() -> None:
+    import random
+
+    rng = random.Random(0)
+    words = ["a", "bb", "ccc", "dddd", "e", "ff", "ggg", "hhhh", "i"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in range(300)]
+    for threshold in (0.5, 0.8, 0.9):
+        sets = [token_set(normalise(text)) for text in texts]
+        parent = list(range(len(texts)))
+        for i in range(len(texts)):  # every pair compared
+            for j in range(i):
+                if jaccard(sets[i], sets[j]) >= threshold:
+                    parent[max(_root(parent, i), _root(parent, j))] = min(_root(parent, i), _root(parent, j))
+        expected: dict[int, list[int]] = {}
+        for i in range(len(texts)):
+            expected.setdefault(_root(parent, i), []).append(i)
+        assert group_texts(texts, threshold) == sorted(expected.values())
+
+
+def _root(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        i = parent[i]
+    return i

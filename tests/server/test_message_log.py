@@ -185,7 +185,8 @@ def test_store_creates_checks_and_refuses(tmp_path: Path) -> None:
     cases = {
         "notes.txt": "is not an nlu-engine message log (file is not a database)",
         "other.db": "is not an nlu-engine message log (it holds other tables)",
-        "log.db": f"schema version {SCHEMA_VERSION + 1}; this nlu-engine reads and writes version 1",
+        "log.db": f"schema version {SCHEMA_VERSION + 1}, newer than this nlu-engine's ({SCHEMA_VERSION}): "
+                  "upgrade nlu-engine",
         "missing/log.db": "does not exist",
         ".": "is a folder",
     }

@@ -117,8 +117,10 @@ function show() {
     item.addEventListener("click", () => decide(message.ranking[i].name));
     return item;
   }));
-  $("members-title").textContent = group.messages.length > 1
-    ? `${group.messages.length} messages in this group: one decision labels all` : "";
+  const size = group.size || group.messages.length;
+  $("members-title").textContent = size > group.messages.length
+    ? `${size} messages in this group: one decision labels the oldest ${group.messages.length}`
+    : group.messages.length > 1 ? `${group.messages.length} messages in this group: one decision labels all` : "";
   $("members").replaceChildren(...(group.messages.length > 1
     ? group.messages.slice(0, 50).map((m) => el("li", m.text)) : []));
 }
@@ -143,7 +145,8 @@ function renderText() {
 
 function renderQueue() {
   $("queue").replaceChildren(...state.groups.slice(0, 30).map((g, i) => {
-    const item = el("li", (g.messages.length > 1 ? `[${g.messages.length}] ` : "") + representative(g).text);
+    const size = g.size || g.messages.length;
+    const item = el("li", (size > 1 ? `[${size}] ` : "") + representative(g).text);
     if (i === state.index) item.className = "current";
     return item;
   }));

@@ -55,7 +55,7 @@ from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.training_data.split import cross_fit_folds
+from nlu_engine.training_data.split import cross_fit_folds, out_of_fold
 
 logger = logging.getLogger(__name__)
 
@@ -131,8 +131,8 @@ class IntentCombiner(IntentClassifier):
             return
         self.origins_ = [m.name for m in self.members_ if m.kind == "head"]
         rows = np.flatnonzero(np.logical_and.reduce([held[m.name][1] for m in self.members_]))
-        self._fit_weights([held[m.name][0][rows] for m in self.members_], labels[rows])
-        self._calibrate(examples, labels, assignment, held, rows)
+        notes = self._fit_weights([held[m.name][0][rows] for m in self.members_], labels[rows])
+        self._calibrate(examples, labels, assignment, held, rows, notes)
 
     def _head_origins(self, examples: list[Message]) -> list[str]:
         """The featurizers whose dense sentence vectors every example carries."""
@@ -156,25 +156,21 @@ class IntentCombiner(IntentClassifier):
         idf = SparseHead.fit_idf(counts)
         n, seed = len(self.intents_), self.config.random_seed
         best: tuple[float, float, np.ndarray, np.ndarray] | None = None
-        for c in CS:
-            rows, parts = [], []
-            for fold in range(int(assignment.max(initial=-1)) + 1):
-                train, out = assignment != fold, np.flatnonzero(assignment == fold)
-                fold_head = SparseHead.fit(counts[train], labels[train], n, c, idf, seed)
-                rows.append(out)
-                parts.append(fold_head.probabilities(counts[out]))
-            if not rows:
-                best = (0.0, CS[0], np.zeros((0, n)), np.zeros(0, np.int64))
-                break
-            row, probabilities = np.concatenate(rows), np.concatenate(parts)
-            loss = -float(np.mean(np.log(np.maximum(probabilities[np.arange(len(row)), labels[row]], 1e-12))))
+        for c in CS:  # the likeliest C on the held-out predictions (the first without any)
+            def predict(train: np.ndarray, held: np.ndarray, c: float = c) -> np.ndarray:
+                head = SparseHead.fit(counts[train], labels[train], n, c, idf, seed)
+                return head.probabilities(counts[held])
+
+            probabilities, rows = out_of_fold(assignment, predict, n)
+            loss = -float(np.mean(np.log(np.maximum(probabilities[np.arange(len(rows)), labels[rows]],
+                                                    1e-12)))) if len(rows) else 0.0
             if best is None or loss < best[0]:
-                best = (loss, c, probabilities, row)
+                best = (loss, c, probabilities, rows)
         assert best is not None
-        _, c, probabilities, row = best
+        _, c, probabilities, rows = best
         head = SparseHead.fit(counts, labels, n, c, idf, seed)
         self.members_.append(Member("sparse", "n-grams", head=head))
-        held["n-grams"] = _spread(probabilities, row, len(examples))
+        held["n-grams"] = _spread(probabilities, rows, len(examples))
 
     def _add_recorded(self, examples: list[Message], held: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """A member for each recorded scorer with enough held-out predictions; a notice for
@@ -192,9 +188,10 @@ class IntentCombiner(IntentClassifier):
                        "needed); combining the others", self.component_name(), ", ".join(left_out),
                        calibration.MIN_HELD_OUT)
 
-    def _fit_weights(self, held: list[np.ndarray], targets: np.ndarray) -> None:
-        """The members' weights, by likelihood on their held-out predictions [H, N] each;
-        the best member alone when it is right more often than the combination."""
+    def _fit_weights(self, held: list[np.ndarray], targets: np.ndarray) -> dict[str, Any]:
+        """The members' weights, by likelihood on their held-out predictions [H, N] each; the
+        best member alone when it is surely better than the combination (``_surely_better``).
+        Returns what the fit saw, for the calibration's notes."""
         if len(targets) < 2 or len(held) == 1:
             if len(held) > 1:
                 logger.log(NOTICE, "%s: too few examples an intent to cross-fit its scorers (an "
@@ -202,7 +199,7 @@ class IntentCombiner(IntentClassifier):
                            self.component_name())
             for member in self.members_:
                 member.weight = 1.0 / len(self.members_) if len(held) > 1 else 1.0
-            return
+            return {}
         logs = np.stack([np.log(np.maximum(p, 1e-12)) for p in held])  # [K, H, N]
         weights = _likeliest_weights(logs, targets)
         combined = np.tensordot(weights, logs, axes=1).argmax(axis=1) == targets  # [H]
@@ -216,11 +213,11 @@ class IntentCombiner(IntentClassifier):
         for member, weight in zip(self.members_, weights, strict=True):
             member.weight = float(weight)
         members = {m.name: a for m, (a, _) in zip(self.members_, alone, strict=True)}
-        self.fit_notes_ = {"held_out": len(targets), "combined_accuracy": accuracy,
-                           "members_accuracy": members}
+        return {"held_out": len(targets), "combined_accuracy": accuracy, "members_accuracy": members}
 
     def _calibrate(self, examples: list[Message], labels: np.ndarray, assignment: np.ndarray,
-                   held: dict[str, tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> None:
+                   held: dict[str, tuple[np.ndarray, np.ndarray]], rows: np.ndarray,
+                   notes: dict[str, Any]) -> None:
         """The one calibration of the combined confidences, from its held-out predictions."""
         if not self.config.calibration:
             return
@@ -228,7 +225,7 @@ class IntentCombiner(IntentClassifier):
         vectors = sentence_vectors(examples, self.origins_) if self.origins_ else None
         own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
         self.calibration_ = calibration.cross_fitted(combined, rows, labels, vectors, assignment, own)
-        self.calibration_.notes.update(getattr(self, "fit_notes_", {}))
+        self.calibration_.notes.update(notes)
         if not self.calibration_.calibrated:
             logger.log(NOTICE, "%s: too few examples to hold %d out by cross-fitting; its "
                        "confidences are not calibrated", self.component_name(), calibration.MIN_HELD_OUT)
@@ -243,7 +240,9 @@ class IntentCombiner(IntentClassifier):
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True)
 
-    def _member_probabilities(self, messages: list[Message]) -> list[np.ndarray]:
+    def _member_probabilities(self, messages: list[Message],
+                              vectors_of: dict[str, np.ndarray | None]) -> list[np.ndarray]:
+        """Each member's probabilities [B, N]; ``vectors_of``: each head's input vectors."""
         out = []
         for member in self.members_:
             if isinstance(member.head, SparseHead):
@@ -252,7 +251,7 @@ class IntentCombiner(IntentClassifier):
                     counts = scipy.sparse.csr_matrix((len(messages), len(member.head.idf)))
                 out.append(member.head.probabilities(counts))
             elif member.head is not None:
-                vectors = sentence_vectors(messages, [member.name])
+                vectors = vectors_of[member.name]
                 if vectors is None:  # messages without the features: a blank vector
                     vectors = np.zeros((len(messages), member.head.weights.shape[0]), np.float32)
                 out.append(member.head.probabilities(vectors))
@@ -267,8 +266,11 @@ class IntentCombiner(IntentClassifier):
         if not self.members_:
             confidences = np.full((len(todo), len(self.intents_)), 1.0 / len(self.intents_))
         else:
-            confidences = self._combine(self._member_probabilities(todo))
-            vectors = sentence_vectors(todo, self.origins_) if self.origins_ else None
+            # each head's input once; side by side, the in-scope score's (None if one is missing)
+            vectors_of = {origin: sentence_vectors(todo, [origin]) for origin in self.origins_}
+            confidences = self._combine(self._member_probabilities(todo, vectors_of))
+            parts = list(vectors_of.values())
+            vectors = np.concatenate(parts, axis=1) if parts and all(v is not None for v in parts) else None
             own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
             confidences = self.calibration_.apply(confidences, vectors, exempt=own)
         for message, row in zip(todo, confidences, strict=True):
@@ -317,11 +319,10 @@ class IntentCombiner(IntentClassifier):
 def _spread(probabilities: np.ndarray, rows: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold probabilities [H, N] of examples ``rows`` [H] spread to all ``total``
     examples [M, N], with a flag [M] for those predicted."""
-    out = np.zeros((total, probabilities.shape[1] if probabilities.ndim == 2 else 0))
+    out = np.zeros((total, probabilities.shape[1]))
     present = np.zeros(total, bool)
-    if len(rows):
-        out[rows] = probabilities
-        present[rows] = True
+    out[rows] = probabilities
+    present[rows] = True
     return out, present
 
 

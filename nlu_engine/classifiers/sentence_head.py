@@ -36,7 +36,7 @@ from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.threads import single_blas_thread
-from nlu_engine.training_data.split import cross_fit_folds
+from nlu_engine.training_data.split import cross_fit_folds, out_of_fold
 
 logger = logging.getLogger(__name__)
 
@@ -151,16 +151,11 @@ def cross_fitted_probabilities(
     held-out example predicted by a head trained on the other folds (``assignment``, by default
     ``cross_fit_folds``)."""
     assignment = cross_fit_folds(labels, seed=seed) if assignment is None else assignment
-    rows, probabilities = [], []
-    for fold in range(int(assignment.max(initial=-1)) + 1):
-        held = np.flatnonzero(assignment == fold)
-        train = np.flatnonzero(assignment != fold)
-        head = SentenceHead.fit(vectors[train], labels[train], n_labels, seed)
-        rows.append(held)
-        probabilities.append(head.probabilities(vectors[held]))
-    if not rows:
-        return np.zeros((0, n_labels)), np.zeros(0, np.int64)
-    return np.concatenate(probabilities), np.concatenate(rows)
+
+    def predict(train: np.ndarray, held: np.ndarray) -> np.ndarray:
+        return SentenceHead.fit(vectors[train], labels[train], n_labels, seed).probabilities(vectors[held])
+
+    return out_of_fold(assignment, predict, n_labels)
 
 
 def cross_fitted_calibration(

@@ -85,6 +85,17 @@ def build_parser() -> argparse.ArgumentParser:
     allow.add_arguments(shell)
     shell.set_defaults(func=cmd_shell)
 
+    _add_data_commands(commands)
+
+    # Further commands live in their own modules, each with `register(commands)`; they must
+    # import nothing heavy at module level.
+    for module_name in EXTRA_COMMANDS:
+        importlib.import_module(module_name).register(commands)
+    return parser
+
+
+def _add_data_commands(commands: Any) -> None:
+    """`nlu-engine data validate / convert / split`."""
     data = commands.add_parser("data", help="validate, convert and split training data")
     data_commands = data.add_subparsers(dest="data_command", metavar="DATA_COMMAND", required=True)
     validate = data_commands.add_parser("validate", help="counts and warnings")
@@ -110,12 +121,6 @@ def build_parser() -> argparse.ArgumentParser:
     split.add_argument("--out", default="train_test_split")
     split.add_argument("-f", "--format", choices=["yaml", "json"], default="yaml")
     split.set_defaults(func=cmd_data_split)
-
-    # Further commands live in their own modules, each with `register(commands)`; they must
-    # import nothing heavy at module level.
-    for module_name in EXTRA_COMMANDS:
-        importlib.import_module(module_name).register(commands)
-    return parser
 
 
 # --- commands ----------------------------------------------------------------------------------

@@ -188,11 +188,7 @@ def serve(
     logging.config.dictConfig(log_config(log_level))
     archive, models_dir = resolve_model(model)
     if message_log is not None:
-        from nlu_engine.server.message_store import open_store
-
-        store = open_store(message_log.target)  # made here, once, before the workers start
-        logger.info("logging every parse to %s", store.description)
-        store.close()
+        _check_message_log(message_log)
     if archive is None:
         logger.warning("no model archive in '%s'; answering 503 until PUT /model loads one", models_dir)
     settings: dict[str, Any] = {
@@ -227,6 +223,16 @@ def serve(
     if archive is not None:
         check_archive(archive, allowed)
     run_workers(workers, settings, common)
+
+
+def _check_message_log(message_log: LogSettings) -> None:
+    """Open (creating or migrating) the message log once, before any worker starts: a database
+    that is not a log is a one-line error before anything listens."""
+    from nlu_engine.server.message_store import open_store
+
+    store = open_store(message_log.target)
+    logger.info("logging every parse to %s", store.description)
+    store.close()
 
 
 def run_workers(workers: int, settings: dict[str, Any], common: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import defaultdict
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -93,6 +93,22 @@ def cross_fit_folds(labels: np.ndarray, folds: int = CROSS_FIT_FOLDS, seed: int 
         assignment[members] = (offset + np.arange(len(members))) % k
         offset += len(members)
     return assignment
+
+
+def out_of_fold(
+    assignment: np.ndarray, predict: Callable[[np.ndarray, np.ndarray], np.ndarray], width: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(out-of-fold predictions [H, width], the indices [H] of the examples they are for):
+    ``predict(train, held)`` fits on the examples ``train`` [M] bool (every fold of
+    ``assignment`` but one) and predicts those of ``held`` [K] (that fold)."""
+    rows, predictions = [], []
+    for fold in range(int(assignment.max(initial=-1)) + 1):
+        held = np.flatnonzero(assignment == fold)
+        rows.append(held)
+        predictions.append(predict(assignment != fold, held))
+    if not rows:
+        return np.zeros((0, width)), np.zeros(0, np.int64)
+    return np.concatenate(predictions), np.concatenate(rows)
 
 
 def content_keys(texts: Sequence[str]) -> np.ndarray:

@@ -26,10 +26,10 @@ float32 otherwise.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Literal
 
 from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.threads import process_threads
 from nlu_engine.nn.cpu import Cpu, detect
 
 logger = logging.getLogger(__name__)
@@ -127,13 +127,3 @@ class Sessions:
         if threads not in self._by_threads:
             self._by_threads[threads] = session(self.model, threads)
         return self._by_threads[threads].run(None, feeds)  # type: ignore[no-any-return]
-
-
-def process_threads() -> int:
-    """The threads a large batch may use: the process's BLAS share (``contract.threads``), else
-    every core."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1

@@ -70,6 +70,7 @@ def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) ->
     recorded (not ``explicit``ly asked for) on a CPU without int8 dot products, which runs float32
     instead. Either case says so in one warning."""
     cpu = cpu or detect()
+    _warn_slow_path(cpu)
     if runtime != "int8" or cpu.vnni:
         return runtime
     if explicit:
@@ -80,6 +81,17 @@ def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) ->
                    "(AVX-512 VNNI, AVX-VNNI, AMX): it parses in float32 instead (--runtime int8 "
                    "forces int8)")
     return "float32"
+
+
+_SLOW_PATHS_SAID: set[Cpu] = set()
+
+
+def _warn_slow_path(cpu: Cpu) -> None:
+    """One warning a process, at the first model it loads or trains, on a CPU without AVX2."""
+    line = cpu.slow_path()
+    if line and cpu not in _SLOW_PATHS_SAID:
+        _SLOW_PATHS_SAID.add(cpu)
+        logger.warning(line)
 
 
 def model_of(graph: Any) -> Any:

@@ -1,0 +1,110 @@
+"""The inbox's first groups spread over the regions of sentence space the model is unsure of.
+
+Ordered by priority alone, the inbox's first hundred groups are many paraphrases of the same few
+confusions, and labels spent on them teach the model little it did not learn from the first of
+them (issue 51: 200 such labels gained less than 200 random ones). So the inbox's head is ordered
+for coverage as well as uncertainty: its ``2 × regions`` highest-priority groups (the pool: the
+messages the model is unsure of) are placed in sentence space, each by its most unsure pending
+message's Universal Sentence Encoder vector (the default pipeline's sentence features, from the
+same package), clustered into ``regions`` regions with k-means, and listed one region at a time:
+each region's most unsure group first (the regions in the order of those groups' priorities),
+then each region's second, and so on. A reviewer who labels the first ``regions`` groups labels
+one message of every region. The groups after the pool keep the priority order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nlu_engine.review.ranking import priority
+
+#: the regions the inbox's head is spread over (its pool: twice as many groups); 0 turns it off
+REGIONS = 200
+#: vectors kept between requests (by message id; a text's vector does not change)
+CACHE_SIZE = 100_000
+
+
+def pool_size(regions: int) -> int:
+    """The groups (highest priority first) that ``regions`` regions are made from."""
+    return 2 * regions
+
+
+def spread(scores: Sequence[float], vectors: np.ndarray, regions: int, seed: int = 0) -> list[int]:
+    """The positions of a pool of groups (``scores``, their priorities; ``vectors``, one row each)
+    in the spread order: k-means into ``regions`` regions, then round robin over the regions, each
+    region's groups by priority and the regions by their best group's priority. With no more
+    groups than regions, the order is the priority order (ties: the given order)."""
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    if regions <= 0 or len(scores) <= regions:
+        return order
+    from sklearn.cluster import KMeans
+
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    labels = KMeans(regions, n_init=1, random_state=seed).fit(unit).labels_
+    members: dict[int, list[int]] = {}
+    for i in order:  # each region's groups by priority
+        members.setdefault(int(labels[i]), []).append(i)
+    rank_of = {group: rank for rank, group in enumerate(order)}
+    queues = sorted(members.values(), key=lambda queue: rank_of[queue[0]])
+    spread_order: list[int] = []
+    for rank in range(max(len(queue) for queue in queues)):
+        spread_order += [queue[rank] for queue in queues if rank < len(queue)]
+    return spread_order
+
+
+class Spreader:
+    """The spread order of the inbox's pool, with the sentence vectors of the texts already seen
+    cached (``encode(texts) -> (N, D)``; default: the Universal Sentence Encoder, loaded on the
+    first call)."""
+
+    def __init__(self, regions: int = REGIONS, seed: int = 0,
+                 encode: Callable[[list[str]], np.ndarray] | None = None) -> None:
+        self.regions = regions
+        self.seed = seed
+        self._encode = encode
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self._encode is None:
+            from nlu_engine.featurizers.dense.sentence_encoder import sentence_encoder
+
+            self._encode = sentence_encoder().encode
+        return self._encode(texts)
+
+    def vectors(self, keyed: Sequence[tuple[str, str]]) -> np.ndarray:
+        """One row per ``(message id, text)``, encoding only the ids not cached yet."""
+        missing = list({message_id: text for message_id, text in keyed
+                        if message_id not in self._vectors}.items())
+        if missing:
+            if len(self._vectors) + len(missing) > CACHE_SIZE:
+                self._vectors.clear()
+            encoded = self.encode([text for _, text in missing])
+            for (message_id, _), row in zip(missing, encoded, strict=True):
+                self._vectors[message_id] = row
+        return np.stack([self._vectors[message_id] for message_id, _ in keyed])
+
+    def order(self, groups: Sequence[tuple[dict[str, Any], float]]) -> list[int]:
+        """The spread order of a pool of groups, each given as (its most unsure pending message's
+        row, its priority)."""
+        if self.regions <= 0 or len(groups) <= self.regions:
+            return spread([score for _, score in groups], np.zeros((len(groups), 1)), 0)
+        vectors = self.vectors([(row["id"], row["text"]) for row, _ in groups])
+        return spread([score for _, score in groups], vectors, self.regions, self.seed)
+
+    def page(self, store: Any, offset: int, limit: int, members: int | None = None
+             ) -> tuple[int, int, list[tuple[list[dict[str, Any]], int, float]]]:
+        """:meth:`ReviewStore.inbox <nlu_engine.review.decisions.ReviewStore.inbox>` with its first
+        :func:`pool_size` groups in the spread order (each placed by its most unsure message)."""
+        pool = pool_size(self.regions)
+        if self.regions <= 0 or offset >= pool:
+            return store.inbox(offset, limit, members)
+        total, messages, head = store.inbox(0, pool, members)
+        unsure = [(max(rows, key=lambda row: priority(row)[0]), score) for rows, _, score in head]
+        head = [head[i] for i in self.order(unsure)]
+        shown = head[offset:offset + limit]
+        if offset + limit > pool:
+            shown += store.inbox(pool, offset + limit - pool, members)[2]
+        return total, messages, shown

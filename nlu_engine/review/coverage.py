@@ -41,9 +41,11 @@ def spread(scores: Sequence[float], vectors: np.ndarray, regions: int, seed: int
     if regions <= 0 or len(scores) <= regions:
         return order
     from sklearn.cluster import KMeans
+    from threadpoolctl import threadpool_limits
 
     unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    labels = KMeans(regions, n_init=1, random_state=seed).fit(unit).labels_
+    with threadpool_limits(1):  # its OpenMP threads spin on shared cores: 10 times slower there
+        labels = KMeans(regions, n_init=1, random_state=seed).fit(unit).labels_
     members: dict[int, list[int]] = {}
     for i in order:  # each region's groups by priority
         members.setdefault(int(labels[i]), []).append(i)
@@ -66,6 +68,8 @@ class Spreader:
         self.seed = seed
         self._encode = encode
         self._vectors: dict[str, np.ndarray] = {}
+        #: the last pool's key (its groups' first ids, sizes and scores) and its order
+        self._cached: tuple[tuple[Any, ...], list[int]] | None = None
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self._encode is None:
@@ -102,8 +106,12 @@ class Spreader:
         if self.regions <= 0 or offset >= pool:
             return store.inbox(offset, limit, members)
         total, messages, head = store.inbox(0, pool, members)
-        unsure = [(max(rows, key=lambda row: priority(row)[0]), score) for rows, _, score in head]
-        head = [head[i] for i in self.order(unsure)]
+        key = tuple((rows[0]["id"], size, score) for rows, size, score in head)
+        cached = self._cached
+        if cached is None or cached[0] != key:  # the pool changed: a decision, new traffic
+            unsure = [(max(rows, key=lambda row: priority(row)[0]), score) for rows, _, score in head]
+            cached = self._cached = (key, self.order(unsure))
+        head = [head[i] for i in cached[1]]
         shown = head[offset:offset + limit]
         if offset + limit > pool:
             shown += store.inbox(pool, offset + limit - pool, members)[2]

@@ -110,3 +110,18 @@ def test_the_review_page_s_inbox_spreads_its_head_with_the_sentence_encoder(tmp_
     spread_texts = first_texts(2)
     assert spread_texts[0] == texts[0] and spread_texts[1] == texts[3]
     assert sorted(spread_texts) == sorted(texts)
+
+
+def test_the_order_is_computed_again_only_when_the_pool_changes() -> None:
+    texts = ["fly to Rome", "hello", "flights to Oslo", "good morning", "bye"]
+    store = Store(texts)
+    encoder = Counting()
+    spreader = Spreader(regions=2, encode=encoder)
+    calls: list[int] = []
+    original = spreader.order
+    spreader.order = lambda groups: calls.append(len(groups)) or original(groups)  # type: ignore[method-assign]
+    first = spreader.page(store, 0, 2)[2]
+    assert spreader.page(store, 0, 2)[2] == first and spreader.page(store, 2, 2)[2] and calls == [4]
+    store.groups.pop(0)  # a decision: the pool changes
+    spreader.page(store, 0, 2)
+    assert calls == [4, 4] and encoder.encoded.count("hello") == 1

@@ -1,15 +1,15 @@
 """The inbox's first groups spread over the regions of sentence space the model is unsure of.
 
-Ordered by priority alone, the inbox's first hundred groups are many paraphrases of the same few
-confusions, and labels spent on them teach the model little it did not learn from the first of
-them (issue 51: 200 such labels gained less than 200 random ones). So the inbox's head is ordered
-for coverage as well as uncertainty: its ``2 × regions`` highest-priority groups (the pool: the
-messages the model is unsure of) are placed in sentence space, each by its most unsure pending
-message's Universal Sentence Encoder vector (the default pipeline's sentence features, from the
-same package), clustered into ``regions`` regions with k-means, and listed one region at a time:
-each region's most unsure group first (the regions in the order of those groups' priorities),
-then each region's second, and so on. A reviewer who labels the first ``regions`` groups labels
-one message of every region. The groups after the pool keep the priority order.
+Ordered by priority alone, the inbox's head is where the model is least sure, and those messages
+crowd into a few confusions; labels spent there taught the model less than random ones (issue 51:
+200 of them gained less than 200 random messages). So the head is ordered for coverage as well
+as uncertainty: its ``2 × regions`` highest-priority groups (the pool) are placed in sentence
+space, each by its oldest pending message's Universal Sentence Encoder vector (the default
+pipeline's sentence features, from the same package; a group's members are near-duplicates of
+it), clustered into ``regions`` regions with k-means, and listed one region at a time: each
+region's most unsure group first (the regions in the order of those groups' priorities), then
+each region's second, and so on. A reviewer who labels the first ``regions`` groups labels one
+of every region. The groups after the pool keep the priority order.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-from nlu_engine.review.ranking import priority
 
 #: the regions the inbox's head is spread over (its pool: twice as many groups); 0 turns it off
 REGIONS = 200
@@ -91,8 +89,8 @@ class Spreader:
         return np.stack([self._vectors[message_id] for message_id, _ in keyed])
 
     def order(self, groups: Sequence[tuple[dict[str, Any], float]]) -> list[int]:
-        """The spread order of a pool of groups, each given as (its most unsure pending message's
-        row, its priority)."""
+        """The spread order of a pool of groups, each given as (a pending message's row, the
+        group's priority)."""
         if self.regions <= 0 or len(groups) <= self.regions:
             return spread([score for _, score in groups], np.zeros((len(groups), 1)), 0)
         vectors = self.vectors([(row["id"], row["text"]) for row, _ in groups])
@@ -101,18 +99,18 @@ class Spreader:
     def page(self, store: Any, offset: int, limit: int, members: int | None = None
              ) -> tuple[int, int, list[tuple[list[dict[str, Any]], int, float]]]:
         """:meth:`ReviewStore.inbox <nlu_engine.review.decisions.ReviewStore.inbox>` with its first
-        :func:`pool_size` groups in the spread order (each placed by its most unsure message)."""
+        :func:`pool_size` groups in the spread order, each placed by its oldest pending message
+        (its members are near-duplicates of it); the order is kept until the pool changes."""
         pool = pool_size(self.regions)
         if self.regions <= 0 or offset >= pool:
             return store.inbox(offset, limit, members)
-        total, messages, head = store.inbox(0, pool, members)
-        key = tuple((rows[0]["id"], size, score) for rows, size, score in head)
+        head = store.head(pool)
+        key = tuple((group, size, score) for group, _, size, score in head)
         cached = self._cached
         if cached is None or cached[0] != key:  # the pool changed: a decision, new traffic
-            unsure = [(max(rows, key=lambda row: priority(row)[0]), score) for rows, _, score in head]
-            cached = self._cached = (key, self.order(unsure))
-        head = [head[i] for i in cached[1]]
-        shown = head[offset:offset + limit]
+            cached = self._cached = (key, self.order([(row, score) for _, row, _, score in head]))
+        chosen = [head[i][0] for i in cached[1]][offset:offset + limit]
+        total, messages, shown = store.inbox(0, 0, members, group_ids=chosen)
         if offset + limit > pool:
             shown += store.inbox(pool, offset + limit - pool, members)[2]
         return total, messages, shown

@@ -58,13 +58,19 @@ class Store:
     """The inbox a ReviewStore answers: groups in priority order, one message each."""
 
     def __init__(self, texts: list[str]) -> None:
-        self.groups = [([{"id": str(i), "text": text, "intent": "x", "confidence": 1 - i / 100}], 1,
-                         round(1 - i / 100, 4)) for i, text in enumerate(texts)]
+        self.groups = [(i, [{"id": str(i), "text": text}], 1, round(1 - i / 100, 4))
+                       for i, text in enumerate(texts)]
         self.asked: list[tuple[int, int]] = []
 
-    def inbox(self, offset: int, limit: int, members: int | None = None) -> tuple[int, int, list[Any]]:
+    def head(self, limit: int) -> list[tuple[int, dict[str, Any], int, float]]:
+        return [(group, rows[0], size, score) for group, rows, size, score in self.groups[:limit]]
+
+    def inbox(self, offset: int, limit: int, members: int | None = None,
+              group_ids: list[int] | None = None) -> tuple[int, int, list[Any]]:
         self.asked.append((offset, limit))
-        return len(self.groups), len(self.groups), self.groups[offset:offset + limit]
+        chosen = (self.groups[offset:offset + limit] if group_ids is None
+                  else [next(g for g in self.groups if g[0] == i) for i in group_ids])
+        return len(self.groups), len(self.groups), [(rows, size, score) for _, rows, size, score in chosen]
 
 
 def test_the_page_spreads_the_pool_and_keeps_the_priority_order_after_it() -> None:

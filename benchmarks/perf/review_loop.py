@@ -138,13 +138,19 @@ def clear_review(database: Path) -> None:
         store.close()
 
 
+#: model archive -> text -> the intent it parsed the text as (each text parsed once a model)
+_PREDICTED: dict[Path, dict[str, str | None]] = {}
+
+
 def accuracy(model_path: Path, messages: list[Message]) -> float:
     from nlu_engine.assembly.model import Model
 
-    model = Model.load(model_path)
-    results = model.parse_batch([m.text for m in messages])
-    predicted = [(r.get("intent") or {}).get("name") for r in results]
-    right = sum(p == m.intent for p, m in zip(predicted, messages, strict=True))
+    cache = _PREDICTED.setdefault(Path(model_path).resolve(), {})
+    missing = list(dict.fromkeys(m.text for m in messages if m.text not in cache))
+    if missing:
+        results = Model.load(model_path).parse_batch(missing)
+        cache.update(zip(missing, [(r.get("intent") or {}).get("name") for r in results], strict=True))
+    right = sum(cache[m.text] == m.intent for m in messages)
     return round(100 * right / len(messages), 2)
 
 
@@ -224,6 +230,8 @@ def compare(result: dict[str, Any], base: Path, models: Path, traffic: list[Mess
             randoms: tuple[list[list[Message]], list[dict[str, Any]]]) -> None:
     """Score every fine-tune; per seed, the ranked run against the random one on the messages in
     neither of their sets (``pair``), and all of them on the messages in no set (``accuracy``)."""
+    for path in [base, *(models / f"{run_['model']}.tar.gz" for run_ in ranked[1] + randoms[1])]:
+        accuracy(path, traffic)  # every text parsed once, in batches; the scores below are subsets
     used = {id(m) for labelled in ranked[0] + randoms[0] for m in labelled}
     held = [m for m in traffic if id(m) not in used]
     result.update(evaluated_on=len(held), base_accuracy=accuracy(base, held))

@@ -367,6 +367,13 @@ async def _indexer(app: Starlette) -> AsyncIterator[None]:
             if stop.wait(INDEX_EVERY):
                 return
 
+    def warm() -> None:
+        try:
+            review.spreader.warm(review.store)
+        except Exception as error:  # the first page that needs it reports it
+            logger.warning("review: loading the sentence encoder failed (%s)", error)
+
+    threading.Thread(target=warm, name="review-encoder", daemon=True).start()
     thread = threading.Thread(target=run, name="review-indexer", daemon=True)
     thread.start()
     try:

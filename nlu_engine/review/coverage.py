@@ -66,7 +66,7 @@ class Spreader:
         self.seed = seed
         self._encode = encode
         self._vectors: dict[str, np.ndarray] = {}
-        #: the last pool's key (its groups' first ids, sizes and scores) and its order
+        #: the last pool's key (its groups' ids, sizes and scores) and its order
         self._cached: tuple[tuple[Any, ...], list[int]] | None = None
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -75,6 +75,12 @@ class Spreader:
 
             self._encode = sentence_encoder().encode
         return self._encode(texts)
+
+    def warm(self, store: Any) -> None:
+        """Load the encoder now when the inbox holds more groups than regions (the page starts
+        this in a thread, so that no page waits seconds for it)."""
+        if self.regions > 0 and len(store.head(self.regions + 1)) > self.regions:
+            self.encode(["warm"])
 
     def vectors(self, keyed: Sequence[tuple[str, str]]) -> np.ndarray:
         """One row per ``(message id, text)``, encoding only the ids not cached yet."""

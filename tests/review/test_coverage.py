@@ -131,3 +131,12 @@ def test_the_order_is_computed_again_only_when_the_pool_changes() -> None:
     store.groups.pop(0)  # a decision: the pool changes
     spreader.page(store, 0, 2)
     assert calls == [4, 4] and encoder.encoded.count("hello") == 1
+
+
+def test_the_encoder_is_warmed_only_when_the_inbox_needs_it() -> None:
+    encoder = Counting()
+    Spreader(regions=3, encode=encoder).warm(Store(["a", "b", "c"]))
+    Spreader(regions=0, encode=encoder).warm(Store(["a", "b", "c", "d"]))
+    assert encoder.encoded == []
+    Spreader(regions=3, encode=encoder).warm(Store(["a", "b", "c", "d"]))
+    assert encoder.encoded == ["warm"]

@@ -2,24 +2,30 @@
 fine-tuned on, against 200 random ones.
 
     .venv/bin/python -m benchmarks.perf.review_loop [--train FEW.md] [--traffic TEST.md] \
-        [--config diet] [--budget 200] [--seeds 1] [--model BASE.tar.gz] [--json OUT]
+        [--config diet] [--budget 200] [--seeds 1] [--regions 200] [--model BASE.tar.gz] \
+        [--keep FOLDER [--reuse-log] [--reuse-models]] [--json OUT]
 
 1. Trains the bot (``--config`` on ``--train``; default the 10-shot NLU-Evaluation-Data fold 1
    file and ``diet.yml``), unless ``--model`` names it.
 2. Logs its traffic: every message of ``--traffic`` (default fold 1's test split) sent to
    ``nlu-engine serve --log-messages`` on 127.0.0.1, each with its ``message_id``.
-3. Reviews it through the review page's own HTTP endpoints (``/api/inbox``, ``/api/decide``): the
-   groups in the page's order, each labelled with its true intent and entities (a group whose
-   members differ in their true intent is split, one decision per intent, as a reviewer would),
-   until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page writes.
-4. ``nlu-engine train --finetune`` the bot on the training data plus ``reviewed.yml``, and, for
-   each of ``--seeds``, on the training data plus ``--budget`` random traffic messages.
-5. Scores the base and the fine-tuned models on the traffic messages in none of the labelled sets
-   (one set for all), and each fine-tuned model and the base on the traffic its own labelled set
-   left (``remaining``: the issue's measure, a different set for each).
+3. For each of ``--seeds``, reviews it through the review page's own HTTP endpoints
+   (``/api/inbox``, ``/api/decide``; the page's head spread over ``--regions`` regions, their
+   k-means seeded with the seed; one review for all seeds with ``--regions 0``, the priority
+   order): the groups in the page's order, each labelled with its true intent and entities (a
+   group whose members differ in their true intent is split, one decision per intent, as a
+   reviewer would), until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page
+   writes. Each review's set is fine-tuned on (``nlu-engine train --finetune``, the training
+   data plus the set).
+4. For each of ``--seeds``, fine-tunes on the training data plus ``--budget`` random traffic
+   messages (the seed's draw).
+5. Scores (each model parses the traffic once): per seed, the review's and the random draw's
+   fine-tunes on the traffic in neither of their sets (``pairs``, and their ``median``); every
+   fine-tune and the base on the traffic in no labelled set (one set for all); each fine-tune and
+   the base on the traffic its own set left (``remaining``).
 
-Prints and writes (``--json``) the accuracies, the gains, how many of the labelled messages the
-base model had wrong, the decisions the review took and the fine-tunes' seconds.
+Prints and writes (``--json``) the accuracies, how many of the labelled messages the base model
+had wrong, the decisions the reviews took and the fine-tunes' seconds.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ pipeline's sentence features, from the same package; a group's members are near-
 it), clustered into ``regions`` regions with k-means, and listed one region at a time: each
 region's most unsure group first (the regions in the order of those groups' priorities), then
 each region's second, and so on. A reviewer who labels the first ``regions`` groups labels one
-of every region. The groups after the pool keep the priority order.
+of every region. The groups after the pool keep the priority order. It is off by default
+(:data:`REGIONS`): measured, it did not pay.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
-#: the regions the inbox's head is spread over (its pool: twice as many groups); 0 turns it off
-REGIONS = 200
+#: the regions the inbox's head is spread over by default (its pool: twice as many groups): none,
+#: the priority order alone. 200 regions did not beat the priority order on the review-loop
+#: benchmark (BENCHMARKS.md, "One unsure message a region"); ``nlu-engine review --regions K``
+REGIONS = 0
 #: vectors kept between requests (by message id; a text's vector does not change)
 CACHE_SIZE = 100_000
 

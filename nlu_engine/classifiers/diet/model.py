@@ -301,13 +301,9 @@ class DIETNetwork(keras.Model):
 
     def all_label_embeddings(self, training: bool):
         """Every intent's embedding [N, E] from its bag of label features."""
-        return self.label_embeddings(self.label_features, training)
-
-    def label_embeddings(self, features, training: bool):
-        """Embeddings [M, E] of label feature rows [M, V_label] (dropout drawn per row)."""
-        x = self.label_dense(features)  # [M, Dl]
+        x = self.label_dense(self.label_features)  # [N, Dl]
         x = self.label_hidden(x, training=training)
-        return tf.cast(self.label_embed(x), tf.float32)  # [M, E]
+        return tf.cast(self.label_embed(x), tf.float32)  # [N, E]
 
     def sentence_vector(self, h, lengths):
         if self.sentence_only:
@@ -381,9 +377,7 @@ class DIETNetwork(keras.Model):
                 # the objective of prediction itself: softmax over every intent
                 loss, acc = self.intent_loss.over_all_labels(text, ids, all_labels)
             else:
-                # each example's label embedded on its own, with its own dropout, as Rasa's
-                # DIET embeds the batch's labels apart from the labels it samples negatives from
-                labels = self.label_embeddings(tf.gather(self.label_features, ids), training)  # [B, E]
+                labels = tf.gather(all_labels, ids)  # [B, E]
                 loss, acc = self.intent_loss(
                     text, labels, ids, all_labels, tf.range(tf.shape(all_labels)[0], dtype=tf.int32)
                 )

@@ -217,8 +217,10 @@ def epoch_batches(
     else:
         # no transformer, so little to save on padding: consecutive cuts of the order, as Rasa's
         # batches are, keep each batch's mix of labels (sorting by length would make a batch
-        # of the short messages, another of the long ones; the selectors learned slower so)
-        batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+        # of the short messages, another of the long ones; the selectors learned slower so).
+        # Rasa's number of batches, of even sizes: a last batch of a few examples would hold
+        # one label's alone
+        batches = np.array_split(order, max(1, -(-len(order) // batch_size)))
     if spec.training.drop_small_last_batch:
         batches = [b for b in batches if len(b) >= batch_size // 2] or batches
     return batches

@@ -107,6 +107,12 @@ class DIETNetwork(keras.Model):
         self._build_intent_head()
         self._build_entity_heads()
         self._build_masked_language_model(seq_width, concat_dim)
+        #: only the sentence position reaches a loss or a prediction (no transformer mixes the
+        #: positions, no tag or mask head reads the tokens): the token positions are skipped
+        self.sentence_only = (
+            self.num_layers == 0 and not self.tag_crf and not self.use_mlm and not self.unify
+            and bool(self.data.sent_vocab or self.data.dense_sent_dim)
+        )
 
     def _build_text_input(self) -> tuple[int, int]:
         """Sparse -> dense, concatenated with dense features; returns (sequence width, concat dim)."""
@@ -238,6 +244,8 @@ class DIETNetwork(keras.Model):
         lengths = batch["lengths"]  # [B]
         token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
         dense_seq, dense_sent = self.dense_features(batch, training)
+        if self.sentence_only:
+            return self._encode_sentence(batch, dense_sent, training)
         parts_seq, parts_sent = [], []
         if self.data.seq_vocab:
             seq = self.seq_bag(
@@ -271,6 +279,20 @@ class DIETNetwork(keras.Model):
         mask = tf.sequence_mask(lengths + 1, max_len + 1, tf.float32)  # [B, T+1]
         return x, mask
 
+    def _encode_sentence(self, batch: dict[str, tf.Tensor], dense_sent, training: bool):
+        """``encode_text`` of the sentence position alone (``sentence_only``): x [B, 1, D]."""
+        parts = []
+        if self.data.sent_vocab:
+            sent = self.sent_bag(
+                batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
+                batch["shape"][0], training=training,
+            )  # [B, Dt]
+            parts.append(self.bag_output_drop(sent, training=training))
+        if self.data.dense_sent_dim:
+            parts.append(self.dense_input_drop(dense_sent, training=training))
+        x = self.text_hidden(tf.concat(parts, axis=-1)[:, None, :], training=training)  # [B, 1, D]
+        return x, tf.ones(tf.shape(x)[:2], tf.float32)
+
     def transform(self, x, mask, training: bool):
         if self.num_layers == 0:
             return x
@@ -284,6 +306,8 @@ class DIETNetwork(keras.Model):
         return tf.cast(self.label_embed(x), tf.float32)  # [N, E]
 
     def sentence_vector(self, h, lengths):
+        if self.sentence_only:
+            return h[:, 0]  # [B, U]: the only position
         return tf.gather(h, lengths, batch_dims=1)  # [B, U]: the position after the last token
 
     def tag_logits_for(self, name: str, h_tokens, entity_tags):

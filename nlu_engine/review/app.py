@@ -373,7 +373,8 @@ async def _indexer(app: Starlette) -> AsyncIterator[None]:
         except Exception as error:  # the first page that needs it reports it
             logger.warning("review: loading the sentence encoder failed (%s)", error)
 
-    threading.Thread(target=warm, name="review-encoder", daemon=True).start()
+    if review.spreader.regions > 0:  # the priority order alone needs no encoder
+        threading.Thread(target=warm, name="review-encoder", daemon=True).start()
     thread = threading.Thread(target=run, name="review-indexer", daemon=True)
     thread.start()
     try:

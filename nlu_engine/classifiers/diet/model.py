@@ -242,11 +242,13 @@ class DIETNetwork(keras.Model):
         shape = batch["shape"]
         batch_size, max_len = shape[0], shape[1]
         lengths = batch["lengths"]  # [B]
-        token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
         dense_seq, dense_sent = self.dense_features(batch, training)
-        if self.sentence_only:
-            return self._encode_sentence(batch, dense_sent, training)
-        parts_seq, parts_sent = [], []
+        if self.sentence_only:  # the sentence position alone: x [B, 1, D]
+            x = self.text_hidden(tf.concat(self._sentence_parts(batch, dense_sent, batch_size, training),
+                                           axis=-1)[:, None, :], training=training)
+            return x, tf.ones(tf.shape(x)[:2], tf.float32)
+        token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
+        parts_seq = []
         if self.data.seq_vocab:
             seq = self.seq_bag(
                 batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
@@ -256,14 +258,7 @@ class DIETNetwork(keras.Model):
             parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
         if self.data.dense_seq_dim:
             parts_seq.append(self.dense_input_drop(dense_seq, training=training))
-        if self.data.sent_vocab:
-            sent = self.sent_bag(
-                batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
-                batch_size, training=training,
-            )  # [B, Dt]
-            parts_sent.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
-        if self.data.dense_sent_dim:
-            parts_sent.append(self.dense_input_drop(dense_sent, training=training))
+        parts_sent = self._sentence_parts(batch, dense_sent, batch_size, training)
         x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]
         if self.unify:
             x_seq = self.seq_unify(x_seq, training=training)  # [B, T, C]
@@ -279,19 +274,19 @@ class DIETNetwork(keras.Model):
         mask = tf.sequence_mask(lengths + 1, max_len + 1, tf.float32)  # [B, T+1]
         return x, mask
 
-    def _encode_sentence(self, batch: dict[str, tf.Tensor], dense_sent, training: bool):
-        """``encode_text`` of the sentence position alone (``sentence_only``): x [B, 1, D]."""
+    def _sentence_parts(self, batch: dict[str, tf.Tensor], dense_sent, batch_size, training: bool) -> list:
+        """The sentence position's input parts: the sparse sentence bag [B, Dt] and the dense
+        sentence features [B, Dd], each after its dropout (those the data has)."""
         parts = []
         if self.data.sent_vocab:
             sent = self.sent_bag(
                 batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
-                batch["shape"][0], training=training,
+                batch_size, training=training,
             )  # [B, Dt]
-            parts.append(self.bag_output_drop(sent, training=training))
+            parts.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
         if self.data.dense_sent_dim:
             parts.append(self.dense_input_drop(dense_sent, training=training))
-        x = self.text_hidden(tf.concat(parts, axis=-1)[:, None, :], training=training)  # [B, 1, D]
-        return x, tf.ones(tf.shape(x)[:2], tf.float32)
+        return parts
 
     def transform(self, x, mask, training: bool):
         if self.num_layers == 0:

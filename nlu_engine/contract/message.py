@@ -57,6 +57,10 @@ class Features:
     kind: FeatureKind
     attribute: str
     origin: str
+    #: each ``sequence`` row was computed with the whole message in view (a language model's
+    #: hidden states), not from its token alone: DIET needs no transformer of its own over
+    #: such rows to learn entities from few examples
+    contextual: bool = False
 
     @property
     def is_sparse(self) -> bool:

@@ -193,3 +193,73 @@ def test_with_the_head_the_network_trains_for_fewer_steps_unless_epochs_are_set(
     assert diet._head_epochs(320) == 100  # 2 batches an epoch
     assert diet._head_epochs(20000) == 50  # never fewer than 50 epochs
     assert DIETClassifier(DIETClassifier.Config(epochs=7))._head_epochs(640) == 7
+
+
+def test_with_the_head_a_language_models_token_states_need_no_transformer() -> None:
+    """``head_transformer_layers: auto``: none over contextual token features (a language
+    model's), the configured layers otherwise, and a resumed network keeps its own."""
+    from nlu_engine.classifiers.diet.component import DIETClassifier
+
+    def message(contextual: bool) -> Message:
+        plain = Message(text="fly to Oslo")
+        states = np.zeros((3, 4), np.float32)
+        plain.add_features(Features(states, "sequence", "text", "lm", contextual=contextual))
+        return plain
+
+    auto = DIETClassifier(number_of_transformer_layers=2)
+    assert auto._transformer_layers([message(True)], None, head=True) == 0
+    assert auto._transformer_layers([message(False)], None, head=True) == 2
+    assert auto._transformer_layers([message(True)], None, head=False) == 2
+    one = DIETClassifier(head_transformer_layers=1)
+    assert one._transformer_layers([message(True)], None, head=True) == 1
+    # a featurizer DIET does not read does not count
+    other = DIETClassifier(featurizers=["CountVectorsFeaturizer"])
+    assert other._transformer_layers([message(True)], None, head=True) == 2
+    resumed = DIETClassifier(number_of_transformer_layers=2)
+    resumed.transformer_layers_ = 0
+    assert auto._transformer_layers([message(False)], resumed, head=False) == 0
+
+
+def test_the_language_models_token_states_are_marked_contextual() -> None:
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.assembly.pipeline import Pipeline
+
+    config = load_config({"language": "en", "pipeline": [
+        {"name": "WhitespaceTokenizer"},
+        {"name": "LanguageModelFeaturizer", "model_name": "bert",
+         "model_weights": "sentence-transformers/all-MiniLM-L6-v2"},
+    ]})
+    [message] = Pipeline.build(config).process([Message(text="fly to Oslo")])
+    kinds = {f.kind: f.contextual for f in message.features}
+    assert kinds == {"sequence": True, "sentence": False}
+
+
+def test_the_head_networks_layers_are_stored_and_an_archive_without_them_loads_as_before(
+    data_path: Path, tmp_path: Path,
+) -> None:
+    import json
+
+    from nlu_engine.classifiers.diet.component import DIETClassifier
+    from nlu_engine.classifiers.diet.storage import STATE_FILE
+
+    texts = ["tell me about the storm", "a playlist of jazz"]
+    for layers, below in ((0, 50), (1, 0)):
+        archive = train(pipeline(head_transformer_layers=0, sentence_head_below=below), str(data_path),
+                        out=str(tmp_path / str(below)), fixed_model_name="m", log=None)
+        model = Model.load(archive)
+        diet = model.pipeline.components[-1]
+        assert diet.network_params().number_of_transformer_layers == layers  # the head's, or the config's
+        assert (diet.head_ is not None) == (below == 50)
+        folder = tmp_path / f"stored{below}"
+        folder.mkdir()
+        diet.persist(folder)
+        assert json.loads((folder / STATE_FILE).read_text())["transformer_layers"] == layers
+        if layers:  # an archive from before the key existed: the config's layers, the same parse
+            state = json.loads((folder / STATE_FILE).read_text())
+            del state["transformer_layers"]
+            (folder / STATE_FILE).write_text(json.dumps(state))
+        again = DIETClassifier.load(folder, diet.config)
+        assert again.network_params().number_of_transformer_layers == layers
+        expected = model.parse_batch(texts)
+        model.pipeline.components[-1] = again
+        assert model.parse_batch(texts) == expected

@@ -9,6 +9,7 @@ The network itself is in ``model.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 from dataclasses import dataclass
@@ -89,6 +90,11 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         #: cross-fitting, and the network trains once, for the entities
         #: (``classifiers/sentence_head.py``); 0: never
         sentence_head_below: int = param(50, low=0)
+        #: the network's transformer layers when the sentence head ranks the intents (the
+        #: network then learns the entities): ``auto`` is none when a language model's token
+        #: states are among the inputs (they already see the whole message; a transformer over
+        #: them learned fewer entities, slower: BENCHMARKS.md), else ``number_of_transformer_layers``
+        head_transformer_layers: int | Literal["auto"] = param("auto", low=0)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -171,6 +177,9 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
     #: the featurizers' encoders fine-tuned with the network, handed over when the pipeline is
     #: built (``accept_trainable_encoder``)
     trainable_encoders: tuple[TrainableEncoder, ...] = ()
+    #: the transformer layers the network was built with, when training or the archive set them
+    #: (``_transformer_layers``); None: the config's ``number_of_transformer_layers``
+    transformer_layers_: int | None = None
     #: whether the confidences also say how far in scope the message is (the intent's, not a
     #: response's among its retrieval intent)
     in_scope_score: ClassVar[bool] = True
@@ -198,7 +207,28 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
 
     # --- what the network is built from (``spec.py``) ---------------------------------------
     def network_params(self) -> NetworkParams:
-        return NetworkParams.from_config(self.config, self.default_widths)
+        params = NetworkParams.from_config(self.config, self.default_widths)
+        layers = self.transformer_layers_
+        if layers is None or layers == params.number_of_transformer_layers:
+            return params
+        return dataclasses.replace(params, number_of_transformer_layers=layers)
+
+    def _transformer_layers(self, examples: list[Message], previous: DIETClassifier | None,
+                            head: bool) -> int:
+        """The network's transformer layers: a resumed network's own; with the sentence head,
+        ``head_transformer_layers``; else ``number_of_transformer_layers``."""
+        if previous is not None:
+            return previous.network_params().number_of_transformer_layers
+        wanted = self.config.head_transformer_layers
+        if not head or (wanted == "auto" and not self._contextual_token_features(examples[0])):
+            return self.config.number_of_transformer_layers
+        return 0 if wanted == "auto" else int(wanted)
+
+    def _contextual_token_features(self, message: Message) -> bool:
+        """Whether the network reads a language model's token states (``Features.contextual``)."""
+        return bool(self.trainable_encoders) or any(
+            f.contextual for f in message.features
+            if f.attribute == TEXT and f.kind == "sequence" and self.reads_features_from(f.origin))
 
     def vocabularies(self) -> Vocabularies:
         """What training learned from the data before the network (``_learn_vocabularies``,
@@ -274,7 +304,9 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         self.head_ = None
-        if self._uses_head(examples):
+        head = self._uses_head(examples)
+        self.transformer_layers_ = self._transformer_layers(examples, previous, head)
+        if head:
             # few examples an intent: the sentence head ranks the intents, calibrated by
             # cross-fitting, and the network learns (mostly the entities) once, from every example
             self._keep_pretrained(examples)
@@ -442,6 +474,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
                              "label": self.label_blocks_},
             "history": self.history_,
             "out_of_scope_intent": self.out_of_scope_intent_,
+            "transformer_layers": self.network_params().number_of_transformer_layers,
         }
         storage.save(directory, storage.Stored(
             state=state, weights=self.weights_, quantized=self.quantized_,
@@ -475,6 +508,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         component.calibration_ = calibration.Calibration.load(directory)
         component.head_ = SentenceHead.load(directory, labels=len(component.intents_))
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
+        component.transformer_layers_ = state.get("transformer_layers")  # absent before: the config's
         try:  # the network built and run once on one token: its weights fit together
             component._build_predict()
             component._inference.probe(component.seq_vocab_, component.sent_vocab_,

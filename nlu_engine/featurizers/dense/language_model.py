@@ -324,7 +324,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         for (message, attribute), (sequence, sentence) in zip(
             jobs, self.featurize(words), strict=True
         ):
-            message.add_features(Features(sequence, "sequence", attribute, origin))
+            message.add_features(Features(sequence, "sequence", attribute, origin, contextual=True))
             message.add_features(Features(sentence, "sentence", attribute, origin))
 
     def process_training_data(self, messages: list[Message]) -> None:
@@ -341,7 +341,7 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 words = len(message.tokens.get(attribute) or ())
                 if words:
                     message.add_features(Features(np.zeros((words, hidden), np.float32), "sequence",
-                                                  attribute, origin))
+                                                  attribute, origin, contextual=True))
                     message.add_features(Features(np.zeros((1, hidden), np.float32), "sentence",
                                                   attribute, origin))
 

@@ -1,25 +1,28 @@
-"""EntityChooser: of the pipeline's entity extractors, the one whose held-out entities were best.
+"""EntityChooser: of two entity extractors, the one whose held-out entities were better.
 
-Neither entity extractor of a pipeline is best on every data: with about twenty examples an
-intent a CRF over hand-made token features (``CRFEntityExtractor``) tags more spans right than
-DIET's CRF over its transformer, with thousands DIET is ahead (BENCHMARKS.md, "Entities from
-few examples"). The chooser measures which on the training data itself and returns that one's
-entities.
+Neither entity extractor of the default pipeline is best on every data: with about twenty
+examples an intent a CRF over hand-made token features (``CRFEntityExtractor``) tags more spans
+right than DIET's CRF over its transformer in some languages and data sets, and not in others
+(BENCHMARKS.md, "Entities from few examples"). The chooser measures which on the training data
+itself and returns that one's entities.
 
-**Members.** An extractor joins by recording, on the training examples it held out, the
-entities it predicted for them before it learned from them (``record_held_out``). DIET records
-them on the examples it holds out for its calibration; ``CRFEntityExtractor`` holds out the
-examples an extractor before it recorded on, learns from the rest, records its own predictions
-for them (``held_out_examples``), then learns from every example.
+**Held-out entities.** An extractor named in ``extractors`` records, on the training examples it
+held out, the entities it predicted for them before it learned from them (``record_held_out``,
+in ``Message.extra``, never stored). DIET records them on the examples it holds out for its
+calibration, or, when the sentence head ranks the intents, on a share of the examples that
+joins the last epochs of its training; ``CRFEntityExtractor`` learns from the other examples,
+records its own predictions for those an extractor before it held out, then learns from every
+example.
 
-**Choice.** On the held-out examples every member recorded, each member's exact-span micro F1
-(start, end and entity type) against the gold entities; the member with the higher F1 is
-chosen, the first member (the pipeline's order) on a tie. With fewer than
-``min_held_out_entities`` gold entities there, or one member, the first member is kept, with one
-notice. Nothing is chosen on a test split: only on what the training data held out.
+**Choice.** On the examples every one of ``extractors`` recorded, each one's exact-span micro F1
+(start, end and entity type) against the gold entities; the best is chosen, the first of
+``extractors`` on a tie. With fewer than ``min_held_out_entities`` gold entities there (small
+data, which DIET holds nothing out of), the first is kept, with one notice. Nothing is chosen on
+a test split: only on what the training data held out. Fine-tuning chooses again when the
+examples say, and keeps the stored choice otherwise.
 
-**Parse**: the entities of the members not chosen are removed; other extractors' (regexes,
-Duckling) are left as they are. ``chooser.json`` keeps the members, the choice and the scores.
+**Parse**: the entities of the other ``extractors`` are removed; other extractors' (regexes,
+Duckling) are left as they are. ``chooser.json`` keeps the choice and the held-out scores.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.contract.component import ENTITIES, Component, param
+from nlu_engine.contract.component import ENTITIES, Component, FinetuneOptions, param
 from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -106,6 +109,13 @@ class EntityChooser(Component):
         self.chosen_ = next(name for name in members if self.scores_[name] == best)
         logger.info("%s: held-out exact-span F1 on %d entities: %s; %s chosen", self.component_name(),
                     entities, ", ".join(f"{n} {s:.3f}" for n, s in self.scores_.items()), self.chosen_)
+
+    def finetune(self, data: TrainingData, previous: Component, options: FinetuneOptions) -> None:
+        """Chosen again when the held-out examples say (DIET holds none out when it resumes a
+        stored network on few examples an intent); otherwise the stored choice stands."""
+        self.train(data)
+        if not self.scores_ and isinstance(previous, EntityChooser):
+            self.chosen_, self.scores_ = previous.chosen_, dict(previous.scores_)
 
     def dropped(self) -> list[str]:
         """The extractors whose entities are removed."""

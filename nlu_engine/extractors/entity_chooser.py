@@ -17,7 +17,8 @@ example.
 **Choice.** On the examples every one of ``extractors`` recorded, each one's exact-span micro F1
 (start, end and entity type) against the gold entities; the best is chosen, the first of
 ``extractors`` on a tie. With fewer than ``min_held_out_entities`` gold entities there (small
-data, which DIET holds nothing out of), the first is kept, with one notice. Nothing is chosen on
+data, which DIET holds nothing out of), the first is kept, with one notice (none when the data
+has no entities). Nothing is chosen on
 a test split: only on what the training data held out. Fine-tuning chooses again when the
 examples say, and keeps the stored choice otherwise.
 
@@ -99,6 +100,8 @@ class EntityChooser(Component):
                 if all(name in m.extra[HELD_OUT_ENTITIES] for name in members)]
         entities = sum(len(m.entities) for m in held)
         self.chosen_, self.scores_ = members[0], {}
+        if not any(m.entities for m in data.messages):
+            return  # no entities to choose between: nothing to say
         if entities < self.config.min_held_out_entities:
             logger.log(NOTICE, "%s: %d gold entities on the examples %s all held out (%d needed to "
                        "choose): %s's entities are kept", self.component_name(), entities,

@@ -1,10 +1,12 @@
-"""Dense featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
+"""Featurization speed: 1,000 SNIPS sentences batched, and single-message latency in process.
 
-    .venv/bin/python -m benchmarks.perf.featurization_speed lm|lm-bf16|lm-int8|use|spacy [THREADS]
+    .venv/bin/python -m benchmarks.perf.featurization_speed lm|lm-bf16|lm-int8|use|spacy|counts [THREADS]
 
 ``lm`` runs the language model in the float32 runtime (``bert_onnx``, under ONNX Runtime),
 ``lm-bf16`` in bfloat16 and ``lm-int8`` in int8 (the quantised graph). ``use`` is
-UniversalSentenceEncoderFeaturizer (the default pipeline's sentence vector).
+UniversalSentenceEncoderFeaturizer (the default pipeline's sentence vector). ``counts`` is the
+default pipeline's two CountVectorsFeaturizers (words; char_wb 1-5), trained on SNIPS's training
+split first; its figures are for vocabularies and token caches as a running server has them.
 
 Wall time and this process's CPU time (process_time) are both reported: on a machine shared
 with other jobs, CPU time shows what the work itself costs.
@@ -35,11 +37,27 @@ def make(which: str) -> list[Component]:
         from nlu_engine.featurizers.dense.sentence_encoder import UniversalSentenceEncoderFeaturizer
 
         return [WhitespaceTokenizer(), UniversalSentenceEncoderFeaturizer()]
+    if which == "counts":
+        return trained_counts()
     from nlu_engine.featurizers.dense.spacy_featurizer import SpacyFeaturizer
     from nlu_engine.loaders.spacy_nlp import SpacyNLP
     from nlu_engine.tokenizers.spacy_tokenizer import SpacyTokenizer
 
     return [SpacyNLP(model="en_core_web_md"), SpacyTokenizer(), SpacyFeaturizer()]
+
+
+def trained_counts() -> list[Component]:
+    """The tokenizer and the default pipeline's two count featurizers, trained on SNIPS."""
+    from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
+
+    chars = CountVectorsFeaturizer.Config(analyzer="char_wb", min_ngram=1, max_ngram=5)
+    components: list[Component] = [WhitespaceTokenizer(), CountVectorsFeaturizer(),
+                                   CountVectorsFeaturizer(chars)]
+    data = load_data(SNIPS / "train.md")
+    for component in components:
+        component.train(data)
+        component.process_training_data(data.messages)
+    return components
 
 
 def main() -> None:

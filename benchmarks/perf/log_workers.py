@@ -10,7 +10,8 @@ own ``message_id``, each thread opening a new connection every ``--per-connectio
 shared socket the first worker to wake accepts every connection that is open at once: 8 keep-alive
 connections alone would all go to one worker), stops the server (its writers flush on
 shutdown) and counts the rows: the issue's target is 0 errors, one row per request, no
-``message_id`` twice. Without ``-m`` it trains the logistic-regression pipeline on
+``message_id`` twice. ``--log-messages postgresql`` logs to a throwaway PostgreSQL cluster (Debian's
+``initdb`` / ``pg_ctl``, as the tests make it). Without ``-m`` it trains the logistic-regression pipeline on
 ``data/nlu.yml`` first (a few seconds). Only the loopback address is used; every loop is bounded.
 """
 
@@ -25,6 +26,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,15 @@ def count_rows(database: str, total: int) -> dict[str, Any]:
             "rows_by_worker": sorted(Counter(row["worker"] for row in rows).values(), reverse=True)}
 
 
+def throwaway_postgres(stack: ExitStack) -> str:
+    """The URL of a PostgreSQL cluster in a temporary folder, removed when ``stack`` closes."""
+    from tests.postgres import Cluster
+
+    cluster = Cluster()
+    stack.callback(cluster.remove)
+    return cluster.url
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-m", "--model", default=None)
@@ -104,12 +115,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-connection", type=int, default=20, metavar="K",
                         help="requests a connection carries before the client connects anew")
     parser.add_argument("--max-seconds", type=float, default=900.0)
-    parser.add_argument("--log-messages", default=None, metavar="DB")
+    parser.add_argument("--log-messages", default=None, metavar="DB",
+                        help="a database URL or SQLite path; 'postgresql': a throwaway cluster "
+                             "(default: a new SQLite file)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="log-workers-") as folder:
+    with tempfile.TemporaryDirectory(prefix="log-workers-") as folder, ExitStack() as stack:
         model = args.model or default_model(Path(folder))
         database = args.log_messages or str(Path(folder) / "log.db")
+        if database == "postgresql":
+            database = throwaway_postgres(stack)
         server = ServerProcess(["-m", model, "--workers", str(args.workers), "--log-messages", database],
                                ready_path="/status", timeout=120)
         with server:

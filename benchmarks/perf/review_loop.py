@@ -2,24 +2,30 @@
 fine-tuned on, against 200 random ones.
 
     .venv/bin/python -m benchmarks.perf.review_loop [--train FEW.md] [--traffic TEST.md] \
-        [--config diet] [--budget 200] [--seeds 1] [--model BASE.tar.gz] [--json OUT]
+        [--config diet] [--budget 200] [--seeds 1] [--regions 200] [--model BASE.tar.gz] \
+        [--keep FOLDER [--reuse-log] [--reuse-models]] [--json OUT]
 
 1. Trains the bot (``--config`` on ``--train``; default the 10-shot NLU-Evaluation-Data fold 1
    file and ``diet.yml``), unless ``--model`` names it.
 2. Logs its traffic: every message of ``--traffic`` (default fold 1's test split) sent to
    ``nlu-engine serve --log-messages`` on 127.0.0.1, each with its ``message_id``.
-3. Reviews it through the review page's own HTTP endpoints (``/api/inbox``, ``/api/decide``): the
-   groups in the page's order, each labelled with its true intent and entities (a group whose
-   members differ in their true intent is split, one decision per intent, as a reviewer would),
-   until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page writes.
-4. ``nlu-engine train --finetune`` the bot on the training data plus ``reviewed.yml``, and, for
-   each of ``--seeds``, on the training data plus ``--budget`` random traffic messages.
-5. Scores the base and the fine-tuned models on the traffic messages in none of the labelled sets
-   (one set for all), and each fine-tuned model and the base on the traffic its own labelled set
-   left (``remaining``: the issue's measure, a different set for each).
+3. For each of ``--seeds``, reviews it through the review page's own HTTP endpoints
+   (``/api/inbox``, ``/api/decide``; the page's head spread over ``--regions`` regions, their
+   k-means seeded with the seed; one review for all seeds with ``--regions 0``, the priority
+   order): the groups in the page's order, each labelled with its true intent and entities (a
+   group whose members differ in their true intent is split, one decision per intent, as a
+   reviewer would), until ``--budget`` messages are labelled; ``reviewed.yml`` is what the page
+   writes. Each review's set is fine-tuned on (``nlu-engine train --finetune``, the training
+   data plus the set).
+4. For each of ``--seeds``, fine-tunes on the training data plus ``--budget`` random traffic
+   messages (the seed's draw).
+5. Scores (each model parses the traffic once): per seed, the review's and the random draw's
+   fine-tunes on the traffic in neither of their sets (``pairs``, and their ``median``); every
+   fine-tune and the base on the traffic in no labelled set (one set for all); each fine-tune and
+   the base on the traffic its own set left (``remaining``).
 
-Prints and writes (``--json``) the accuracies, the gains, how many of the labelled messages the
-base model had wrong, the decisions the review took and the fine-tunes' seconds.
+Prints and writes (``--json``) the accuracies, how many of the labelled messages the base model
+had wrong, the decisions the reviews took and the fine-tunes' seconds.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 from benchmarks.common import DATASETS, ROOT, emit_json
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.review.coverage import REGIONS
 from nlu_engine.server.process import ServerProcess
 
 TRAIN = DATASETS / "fewshot" / "NLU-Eval-KFold_1-10shot.md"
@@ -83,13 +90,16 @@ def truth_of(traffic: list[Message], database: Path) -> dict[str, Message]:
         store.close()
 
 
-def review(database: Path, data: Path, truth: dict[str, Message], budget: int) -> dict[str, Any]:
-    """Label the inbox in the page's order through its endpoints until ``budget`` messages."""
+def review(database: Path, data: Path, truth: dict[str, Message], budget: int,
+           regions: int = REGIONS, seed: int = 0) -> dict[str, Any]:
+    """Label the inbox in the page's order through its endpoints until ``budget`` messages (the
+    page's head spread over ``regions`` regions, their k-means seeded with ``seed``)."""
     from starlette.testclient import TestClient
 
     from nlu_engine.review.app import ReviewSettings, create_app
 
-    api = TestClient(create_app(ReviewSettings(db=str(database), data=data)))
+    settings = ReviewSettings(db=str(database), data=data, regions=regions, regions_seed=seed)
+    api = TestClient(create_app(settings))
     groups = api.get("/api/inbox", params={"limit": 500}).json()["groups"]
     labelled: list[str] = []
     decisions = 0
@@ -134,13 +144,19 @@ def clear_review(database: Path) -> None:
         store.close()
 
 
+#: model archive -> text -> the intent it parsed the text as (each text parsed once a model)
+_PREDICTED: dict[Path, dict[str, str | None]] = {}
+
+
 def accuracy(model_path: Path, messages: list[Message]) -> float:
     from nlu_engine.assembly.model import Model
 
-    model = Model.load(model_path)
-    results = model.parse_batch([m.text for m in messages])
-    predicted = [(r.get("intent") or {}).get("name") for r in results]
-    right = sum(p == m.intent for p, m in zip(predicted, messages, strict=True))
+    cache = _PREDICTED.setdefault(Path(model_path).resolve(), {})
+    missing = list(dict.fromkeys(m.text for m in messages if m.text not in cache))
+    if missing:
+        results = Model.load(model_path).parse_batch(missing)
+        cache.update(zip(missing, [(r.get("intent") or {}).get("name") for r in results], strict=True))
+    right = sum(cache[m.text] == m.intent for m in messages)
     return round(100 * right / len(messages), 2)
 
 
@@ -149,22 +165,98 @@ def wrong_share(model_path: Path, messages: list[Message]) -> float:
     return round(100 - accuracy(model_path, messages), 2)
 
 
-def random_run(seed: int, draw: list[int], traffic: list[Message], base: Path, held: list[Message],
-               train: str, folder: Path) -> dict[str, Any]:
-    """Fine-tune on ``train`` plus the traffic messages of ``draw`` with their true labels; score."""
-    from nlu_engine.training_data import write_data
+def finetune(base: Path, train: str, labelled: Path, models: Path, name: str, reuse: bool) -> float | None:
+    """``train --finetune`` ``base`` on ``train`` plus ``labelled`` into ``models/NAME.tar.gz``; its
+    seconds (None: ``reuse`` and the archive was there already)."""
+    if reuse and (models / f"{name}.tar.gz").is_file():
+        return None
+    return run([*CLI, "train", "--finetune", str(base), "--data", train, "--data", str(labelled),
+                "--out", str(models), "--fixed-model-name", name])
 
-    chosen = [traffic[i] for i in draw]
-    path = folder / f"random-{seed}.yml"
-    write_data(TrainingData(messages=chosen), path, "yaml")
-    model = folder / "models" / f"random-{seed}.tar.gz"
-    seconds = run([*CLI, "train", "--finetune", str(base), "--data", train, "--data", str(path),
-                   "--out", str(model.parent), "--fixed-model-name", f"random-{seed}"])
-    left = [traffic[i] for i in sorted(set(range(len(traffic))) - set(draw))]
-    return {"seed": seed, "finetune_s": seconds, "base_wrong_pct": wrong_share(base, chosen),
-            "accuracy": accuracy(model, held),
+
+def scored(model: Path, base: Path, labelled: list[Message], traffic: list[Message],
+           held: list[Message]) -> dict[str, Any]:
+    """A fine-tuned ``model``'s figures: how many of its ``labelled`` set ``base`` had wrong, its
+    accuracy on ``held`` (in no labelled set of any run) and on the traffic its own set left."""
+    left = [m for m in traffic if id(m) not in {id(x) for x in labelled}]
+    return {"base_wrong_pct": wrong_share(base, labelled), "accuracy": accuracy(model, held),
             "remaining": {"messages": len(left), "base": accuracy(base, left),
                           "accuracy": accuracy(model, left)}}
+
+
+def label_runs(args: argparse.Namespace, folder: Path, base: Path, traffic: list[Message],
+               database: Path) -> tuple[list[list[Message]], list[dict[str, Any]]]:
+    """For each seed: the review's ``--budget`` messages (its regions seeded with the seed; one
+    review when ``--regions 0``, whose order has no seed) and a fine-tune on them."""
+    from nlu_engine.training_data import write_data
+
+    truth = truth_of(traffic, database)
+    sets: list[list[Message]] = []
+    runs: list[dict[str, Any]] = []
+    for seed in range(args.seeds if args.regions else 1):
+        if seed or args.reuse_log:
+            clear_review(database)
+        reviewed = review(database, folder / "data", truth, args.budget, args.regions, seed)
+        sets.append([truth[i] for i in reviewed["ids"]])
+        path = folder / f"ranked-{seed}.yml"
+        write_data(TrainingData(messages=sets[-1]), path, "yaml")
+        name = f"ranked-r{args.regions}-s{seed}" if args.regions else "ranked-r0"
+        runs.append({"seed": seed, "model": name, "decisions": reviewed["decisions"],
+                     "written": reviewed["written"], "left_out": reviewed["left_out"],
+                     "finetune_s": finetune(base, args.train, path, folder / "models", name,
+                                            args.reuse_models)})
+    return sets, runs
+
+
+def random_runs(args: argparse.Namespace, folder: Path, base: Path,
+                traffic: list[Message]) -> tuple[list[list[Message]], list[dict[str, Any]]]:
+    """For each seed: ``--budget`` random traffic messages with their true labels, fine-tuned on."""
+    from nlu_engine.training_data import write_data
+
+    sets: list[list[Message]] = []
+    runs: list[dict[str, Any]] = []
+    for seed in range(args.seeds):
+        sets.append([traffic[i] for i in random.Random(seed).sample(range(len(traffic)), args.budget)])
+        path = folder / f"random-{seed}.yml"
+        write_data(TrainingData(messages=sets[-1]), path, "yaml")
+        runs.append({"seed": seed, "model": f"random-{seed}",
+                     "finetune_s": finetune(base, args.train, path, folder / "models", f"random-{seed}",
+                                            args.reuse_models)})
+    return sets, runs
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return round(ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2, 2)
+
+
+def compare(result: dict[str, Any], base: Path, models: Path, traffic: list[Message],
+            ranked: tuple[list[list[Message]], list[dict[str, Any]]],
+            randoms: tuple[list[list[Message]], list[dict[str, Any]]]) -> None:
+    """Score every fine-tune; per seed, the ranked run against the random one on the messages in
+    neither of their sets (``pair``), and all of them on the messages in no set (``accuracy``)."""
+    for path in [base, *(models / f"{run_['model']}.tar.gz" for run_ in ranked[1] + randoms[1])]:
+        accuracy(path, traffic)  # every text parsed once, in batches; the scores below are subsets
+    used = {id(m) for labelled in ranked[0] + randoms[0] for m in labelled}
+    held = [m for m in traffic if id(m) not in used]
+    result.update(evaluated_on=len(held), base_accuracy=accuracy(base, held))
+    for sets, runs in (ranked, randoms):
+        for labelled, run_ in zip(sets, runs, strict=True):
+            run_.update(scored(models / f"{run_['model']}.tar.gz", base, labelled, traffic, held))
+    pairs = []
+    for seed, random_set in enumerate(randoms[0]):
+        mine = seed if len(ranked[0]) > 1 else 0  # --regions 0: one review for every seed
+        either = {id(m) for m in ranked[0][mine] + random_set}
+        pair = [m for m in traffic if id(m) not in either]
+        ranked_acc = accuracy(models / f"{ranked[1][mine]['model']}.tar.gz", pair)
+        random_acc = accuracy(models / f"random-{seed}.tar.gz", pair)
+        pairs.append({"seed": seed, "messages": len(pair), "base": accuracy(base, pair), "ranked": ranked_acc,
+                      "random": random_acc, "difference": round(ranked_acc - random_acc, 2)})
+    result.update(ranked=ranked[1], random=randoms[1], pairs=pairs)
+    if pairs:
+        result["median"] = {key: median([p[key] for p in pairs])
+                            for key in ("base", "ranked", "random", "difference")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,10 +266,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=str(ROOT / "nlu_engine" / "pipelines" / "diet.yml"))
     parser.add_argument("--model", default=None, help="the bot, trained already (skips step 1)")
     parser.add_argument("--budget", type=int, default=200)
-    parser.add_argument("--seeds", type=int, default=1, help="random draws to compare against")
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="random draws to compare against, and reviews (the regions' k-means seeds)")
+    parser.add_argument("--regions", type=int, default=REGIONS,
+                        help=f"the review page's regions (default: the page's, {REGIONS}; 0: priority order)")
     parser.add_argument("--keep", default=None, metavar="FOLDER", help="keep the models and files here")
     parser.add_argument("--reuse-log", action="store_true",
                         help="with --keep and --model: keep FOLDER/log.db when it holds the traffic")
+    parser.add_argument("--reuse-models", action="store_true",
+                        help="with --keep: a fine-tune whose archive FOLDER/models holds already is not run "
+                             "again (the fine-tunes are deterministic: same base, data and config)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     from nlu_engine.training_data import load_data
@@ -191,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             link.symlink_to(Path(args.train).resolve())
         models = folder / "models"
         result: dict[str, Any] = {"train": args.train, "traffic": args.traffic, "config": args.config,
-                                  "traffic_messages": len(traffic), "budget": args.budget}
+                                  "traffic_messages": len(traffic), "budget": args.budget,
+                                  "regions": args.regions, "seeds": args.seeds}
         base = Path(args.model) if args.model else models / "base.tar.gz"
         if not args.model:
             result["base_train_s"] = run([*CLI, "train", "-c", args.config, "--data", args.train,
@@ -199,34 +298,11 @@ def main(argv: list[str] | None = None) -> int:
         database = folder / "log.db"
         if args.reuse_log and database.is_file():
             result["rows_logged"] = len(truth_of(traffic, database))
-            clear_review(database)
         else:
             database.unlink(missing_ok=True)
             result["rows_logged"] = log_traffic(base, database, traffic)
-        truth = truth_of(traffic, database)
-        reviewed = review(database, folder / "data", truth, args.budget)
-        result.update(review_decisions=reviewed["decisions"], review_written=reviewed["written"],
-                      review_left_out=reviewed["left_out"])
-        ranked = [truth[i] for i in reviewed["ids"]]
-        draws = [random.Random(seed).sample(range(len(traffic)), args.budget) for seed in range(args.seeds)]
-        used = {id(m) for m in ranked} | {id(traffic[i]) for draw in draws for i in draw}
-        held = [m for m in traffic if id(m) not in used]
-        result["evaluated_on"] = len(held)
-        result["base_accuracy"] = accuracy(base, held)
-        result["ranked_base_wrong_pct"] = wrong_share(base, ranked)
-        result["ranked_finetune_s"] = run([*CLI, "train", "--finetune", str(base), "--data", args.train,
-                                           "--data", str(folder / "data" / "reviewed.yml"),
-                                           "--out", str(models), "--fixed-model-name", "ranked"])
-        result["ranked_accuracy"] = accuracy(models / "ranked.tar.gz", held)
-        left = [m for m in traffic if id(m) not in {id(r) for r in ranked}]
-        result["ranked_remaining"] = {"messages": len(left), "base": accuracy(base, left),
-                                      "accuracy": accuracy(models / "ranked.tar.gz", left)}
-        result["random"] = [random_run(seed, draw, traffic, base, held, args.train, folder)
-                            for seed, draw in enumerate(draws)]
-    randoms = [r["accuracy"] for r in result["random"]]
-    result["ranked_gain"] = round(result["ranked_accuracy"] - result["base_accuracy"], 2)
-    result["random_gain_mean"] = (round(sum(randoms) / len(randoms) - result["base_accuracy"], 2)
-                                  if randoms else None)
+        ranked = label_runs(args, folder, base, traffic, database)
+        compare(result, base, models, traffic, ranked, random_runs(args, folder, base, traffic))
     emit_json(result, args.json)
     return 0
 

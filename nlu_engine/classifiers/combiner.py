@@ -28,6 +28,11 @@ top-label scaling) from the combination's held-out predictions, the in-scope sco
 input vectors. The ranking, the fallback and the out-of-scope discount read these confidences.
 
 **Parse**: one product ``[B, D] @ [D, N]`` per head, the recorded scores, a weighted sum of logs.
+The n-gram head's log probabilities are weighed by the share of the message's tokens its
+vocabulary knows (``ngram_coverage``), at parse and on the held-out predictions the weights are
+fitted on (there each example's tokens against the other folds' vocabulary): a message in a
+language the training data is not in is ranked by the multilingual sentence encoders rather
+than by chance n-gram overlaps.
 Everything learned is plain numbers (``combiner.json``, one folder per head, ``calibration.*``).
 """
 
@@ -49,7 +54,14 @@ from nlu_engine.classifiers.sentence_head import (
     cross_fitted_probabilities,
     sentence_vectors,
 )
-from nlu_engine.classifiers.sparse_head import CS, SparseHead, sparse_rows
+from nlu_engine.classifiers.sparse_head import (
+    CS,
+    SparseHead,
+    held_out_coverage,
+    sparse_rows,
+    tempered,
+    token_coverage,
+)
 from nlu_engine.contract.component import FEATURES, IntentClassifier, param
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import TEXT, Message
@@ -88,6 +100,10 @@ class IntentCombiner(IntentClassifier):
         #: a TF-IDF logistic regression on the sparse n-gram counts joins with fewer training
         #: examples than this (above it DIET, which reads them too, has the data to); 0: never
         sparse_head_below: int = param(2000, low=0)
+        #: the n-gram head's log probabilities weigh by the share of a message's tokens its
+        #: vocabulary knows (``sparse_head.token_coverage``): a message in another language
+        #: than the training data's is ranked by the sentence encoders
+        ngram_coverage: bool = True
         #: the recorded scorers (DIET) join when they held enough examples out
         recorded_scorers: bool = True
         ranking_length: int = param(10, low=0)
@@ -95,6 +111,8 @@ class IntentCombiner(IntentClassifier):
         random_seed: int | None = 42
 
     config: Config
+    #: whether the n-gram head weighs by coverage (False in a model from before it did)
+    ngram_coverage_: bool = False
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
@@ -105,6 +123,7 @@ class IntentCombiner(IntentClassifier):
         self.calibration_ = calibration.Calibration()
         self.members_: list[Member] = []
         self.origins_: list[str] = []
+        self.ngram_coverage_ = self.config.ngram_coverage
         if not examples:
             return
         index = {name: i for i, name in enumerate(self.intents_)}
@@ -170,6 +189,8 @@ class IntentCombiner(IntentClassifier):
         _, c, probabilities, rows = best
         head = SparseHead.fit(counts, labels, n, c, idf, seed)
         self.members_.append(Member("sparse", "n-grams", head=head))
+        if self.ngram_coverage_:
+            probabilities = tempered(probabilities, held_out_coverage(examples, assignment)[rows])
         held["n-grams"] = _spread(probabilities, rows, len(examples))
 
     def _add_recorded(self, examples: list[Message], held: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
@@ -249,7 +270,10 @@ class IntentCombiner(IntentClassifier):
                 counts = sparse_rows(messages, width=len(member.head.idf))
                 if counts is None:  # messages without the features: an empty row
                     counts = scipy.sparse.csr_matrix((len(messages), len(member.head.idf)))
-                out.append(member.head.probabilities(counts))
+                probabilities = member.head.probabilities(counts)
+                if self.ngram_coverage_:
+                    probabilities = tempered(probabilities, token_coverage(messages))
+                out.append(probabilities)
             elif member.head is not None:
                 vectors = vectors_of[member.name]
                 if vectors is None:  # messages without the features: a blank vector
@@ -282,7 +306,7 @@ class IntentCombiner(IntentClassifier):
         state: dict[str, Any] = {
             "intents": self.intents_, "out_of_scope_intent": self.out_of_scope_intent_,
             "members": [{"kind": m.kind, "name": m.name, "weight": m.weight} for m in self.members_],
-            "origins": self.origins_,
+            "origins": self.origins_, "ngram_coverage": self.ngram_coverage_,
         }
         (directory / STATE_FILE).write_text(json.dumps(state, indent=1))
         for i, member in enumerate(self.members_):
@@ -298,6 +322,8 @@ class IntentCombiner(IntentClassifier):
         component.intents_ = [str(i) for i in state["intents"]]
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         component.origins_ = [str(o) for o in state.get("origins", [])]
+        # a model from before the coverage weight parses as it did
+        component.ngram_coverage_ = state.get("ngram_coverage") is True
         component.members_ = []
         for i, entry in enumerate(state["members"]):
             kind, weight = str(entry["kind"]), float(entry["weight"])

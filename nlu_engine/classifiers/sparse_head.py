@@ -11,6 +11,11 @@ head by 8 to 12 points on xSID (BENCHMARKS.md, "Intents combined"). The head:
 * **Training**: scikit-learn's SAGA logistic regression, ``C`` chosen from ``CS`` by the
   likelihood of the cross-fitted predictions (the combiner's folds), on one BLAS thread.
 * **Parse**: one sparse product ``[B, V] @ [V, N]``.
+* **Coverage**: the share of a message's tokens the n-gram vocabularies know
+  (``token_coverage``). A message in another language than the training data's shares few of its
+  words with them, and the head's ranking of it says little; the combiner weighs the head's log
+  probabilities by it, at parse and on the held-out predictions its weights are fitted on
+  (``held_out_coverage``: each example's tokens against the vocabulary of the other folds).
 
 Everything learned is plain numbers (``sparse_head.npz``).
 """
@@ -45,6 +50,72 @@ def sparse_rows(messages: list[Message], width: int | None = None) -> scipy.spar
     if not rows or len({r.shape[1] for r in rows}) != 1 or (width is not None and rows[0].shape[1] != width):
         return None
     return scipy.sparse.vstack(rows, format="csr").astype(np.float64)
+
+
+def _token_rows(message: Message) -> list[scipy.sparse.csr_matrix]:
+    """The message's sparse sequence features, one [T, V] matrix a featurizer."""
+    return [scipy.sparse.csr_matrix(f.matrix) for f in message.features
+            if f.attribute == TEXT and f.kind == "sequence" and f.is_sparse]
+
+
+def token_coverage(messages: list[Message]) -> np.ndarray:
+    """[B] the share of each message's tokens with a non-empty row in every sparse sequence
+    feature: the words the n-gram vocabularies know (0 for a message without tokens; 1 where
+    there are no token features to measure it by)."""
+    out = np.zeros(len(messages))
+    for i, message in enumerate(messages):
+        matrices = _token_rows(message)
+        if not matrices:
+            out[i] = 1.0
+        elif matrices[0].shape[0]:
+            known = np.logical_and.reduce([np.diff(m.indptr) > 0 for m in matrices])
+            out[i] = float(known.mean())
+    return out
+
+
+def held_out_coverage(messages: list[Message], assignment: np.ndarray) -> np.ndarray:
+    """[M] ``token_coverage`` of each example against the columns the examples outside its fold
+    of ``assignment`` [M] use: what a new message of the training data's kind has at parse.
+    Examples never held out (fold -1) are measured against every other example."""
+    per_message = [_token_rows(m) for m in messages]
+    origins = min((len(m) for m in per_message), default=0)
+    if origins == 0 or any(len(m) != origins for m in per_message):
+        return token_coverage(messages)
+    folds = int(assignment.max(initial=-1)) + 1
+    known = [np.ones(m[0].shape[0], bool) for m in per_message]
+    for o in range(origins):
+        # [M, V] which columns each example uses (sparse: V is the n-gram vocabulary)
+        uses = scipy.sparse.vstack([_used(matrices[o]) for matrices in per_message], format="csr")
+        total = np.asarray(uses.sum(axis=0)).ravel()
+        outside = [total - np.asarray(uses[assignment == k].sum(axis=0)).ravel() for k in range(folds)]
+        for i, matrices in enumerate(per_message):
+            m, k = matrices[o], int(assignment[i])
+            if k < 0:
+                elsewhere = total.copy()
+                elsewhere[uses[i].indices] -= 1
+            else:
+                elsewhere = outside[k]
+            rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+            hit = np.zeros(m.shape[0], bool)
+            hit[rows[elsewhere[m.indices] > 0]] = True
+            known[i] &= hit
+    return np.array([float(k.mean()) if len(k) else 0.0 for k in known])
+
+
+def _used(matrix: scipy.sparse.csr_matrix) -> scipy.sparse.csr_matrix:
+    """[1, V] a one where any row of ``matrix`` [T, V] has an entry."""
+    columns = np.unique(matrix.indices)
+    return scipy.sparse.csr_matrix((np.ones(len(columns)), columns, [0, len(columns)]),
+                                   shape=(1, matrix.shape[1]))
+
+
+def tempered(probabilities: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """``softmax(weight * log p)`` [B, N] of probabilities [B, N], a weight [B] a row: in a
+    weighted geometric mean, the same as weighing the member's log probabilities by it."""
+    z = weight[:, None] * np.log(np.maximum(probabilities, 1e-12))
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
 
 
 @dataclass

@@ -52,6 +52,11 @@ def register(commands: Any) -> None:
                         help="Enter does not accept the model's intent of a message the fallback caught, "
                              "nor of one whose confidence is below T (the model's FallbackClassifier "
                              "threshold; default: 0.3, its default): the reviewer picks one")
+    # the default is review.coverage.REGIONS (not imported here: it imports NumPy)
+    review.add_argument("--regions", type=int, default=0, metavar="K",
+                        help="spread the inbox's 2K most unsure groups over K regions of sentence "
+                             "space, one region's best before any region's second (default: 0, the "
+                             "priority order; 200 regions did not beat it on the review-loop benchmark)")
     review.set_defaults(func=cmd_review)
     subcommands = review.add_subparsers(dest="review_command", metavar="REVIEW_COMMAND")
     compare = subcommands.add_parser(
@@ -94,6 +99,8 @@ def cmd_review(args: argparse.Namespace) -> int:
         raise NLUError("--group-threshold must be in (0, 1], e.g. 0.8")
     if not 0.0 <= args.fallback_threshold <= 1.0:
         raise NLUError("--fallback-threshold must be in [0, 1], e.g. 0.3 (the model's fallback threshold)")
+    if args.regions < 0:
+        raise NLUError("--regions must be 0 (the priority order) or more, e.g. 200")
     token = args.token or os.environ.get(TOKEN_VARIABLE) or None
     hosts = allowed_hosts(args.host, args.port, token)
     _imports()
@@ -103,7 +110,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     settings = ReviewSettings(db=args.db, data=Path(args.data), model=args.model, token=token,
                               hosts=hosts, threshold=args.group_threshold, test=tuple(args.test),
-                              fallback_threshold=args.fallback_threshold)
+                              fallback_threshold=args.fallback_threshold, regions=args.regions)
     app = create_app(settings)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     query = "/?token=" + token if token else "/"

@@ -63,3 +63,14 @@ def blas_thread_environment(processes: int, environ: Mapping[str, str]) -> dict[
     the cores from the others' (BENCHMARKS.md, ``serve --workers``)."""
     threads = str(max(1, (os.cpu_count() or 1) // processes))
     return {name: threads for name in BLAS_THREAD_VARIABLES if name not in environ}
+
+
+def process_threads() -> int:
+    """The threads this process may keep busy: its BLAS share (``OMP_NUM_THREADS`` or
+    ``OPENBLAS_NUM_THREADS``, which ``blas_thread_environment`` gives a server's workers), else
+    every core."""
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        value = os.environ.get(name, "")
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return os.cpu_count() or 1

@@ -40,6 +40,19 @@ class Cpu:
     flags: frozenset[str]
 
     @property
+    def avx2(self) -> bool:
+        return "avx2" in self.flags
+
+    def slow_path(self) -> str | None:
+        """What parses slowly on an x86-64 CPU without AVX2 (a plain x86-64 container), in one
+        line; None on any other CPU, or where nothing was detected."""
+        if "sse2" not in self.flags or self.avx2:
+            return None
+        return ("this CPU has no AVX2: ONNX Runtime parses on its SSE kernels, several times "
+                "slower than on an AVX2 CPU (BENCHMARKS.md); training needs TensorFlow's AVX "
+                "build")
+
+    @property
     def avx512(self) -> bool:
         return "avx512f" in self.flags
 

@@ -26,10 +26,10 @@ float32 otherwise.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Literal
 
 from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.threads import process_threads
 from nlu_engine.nn.cpu import Cpu, detect
 
 logger = logging.getLogger(__name__)
@@ -70,6 +70,7 @@ def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) ->
     recorded (not ``explicit``ly asked for) on a CPU without int8 dot products, which runs float32
     instead. Either case says so in one warning."""
     cpu = cpu or detect()
+    _warn_slow_path(cpu)
     if runtime != "int8" or cpu.vnni:
         return runtime
     if explicit:
@@ -80,6 +81,17 @@ def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) ->
                    "(AVX-512 VNNI, AVX-VNNI, AMX): it parses in float32 instead (--runtime int8 "
                    "forces int8)")
     return "float32"
+
+
+_SLOW_PATHS_SAID: set[Cpu] = set()
+
+
+def _warn_slow_path(cpu: Cpu) -> None:
+    """One warning a process, at the first model it loads or trains, on a CPU without AVX2."""
+    line = cpu.slow_path()
+    if line and cpu not in _SLOW_PATHS_SAID:
+        _SLOW_PATHS_SAID.add(cpu)
+        logger.warning(line)
 
 
 def model_of(graph: Any) -> Any:
@@ -127,13 +139,3 @@ class Sessions:
         if threads not in self._by_threads:
             self._by_threads[threads] = session(self.model, threads)
         return self._by_threads[threads].run(None, feeds)  # type: ignore[no-any-return]
-
-
-def process_threads() -> int:
-    """The threads a large batch may use: the process's BLAS share (``contract.threads``), else
-    every core."""
-    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return os.cpu_count() or 1

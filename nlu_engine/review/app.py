@@ -35,6 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from nlu_engine.contract.errors import NLUError
+from nlu_engine.review.coverage import REGIONS, Spreader
 from nlu_engine.review.decisions import LABELLED, Change, Conflict, ReviewStore, open_review
 from nlu_engine.review.inbox import (
     FALLBACK_THRESHOLD,
@@ -91,6 +92,10 @@ class ReviewSettings:
     fallback_threshold: float = FALLBACK_THRESHOLD
     #: test data the Train button's comparison parses too
     test: tuple[str, ...] = ()
+    #: the regions of sentence space the inbox's head is spread over (0: priority order alone)
+    #: and the seed of their k-means (:mod:`nlu_engine.review.coverage`)
+    regions: int = REGIONS
+    regions_seed: int = 0
 
 
 class Review:
@@ -109,6 +114,7 @@ class Review:
         self.entity_types = data.entity_types
         self.store: ReviewStore = open_review(settings.db, settings.threshold)
         self.lock = threading.Lock()
+        self.spreader = Spreader(settings.regions, settings.regions_seed)
         self.last_write: WriteResult | None = None
         self.trainer: Any = None
         if settings.model is not None:
@@ -272,7 +278,7 @@ def inbox(request: Request) -> JSONResponse:
     review: Review = request.app.state.review
     offset, limit = _window(request, 50)
     review.store.catch_up(CATCH_UP_ROWS)
-    total, messages, shown = review.store.inbox(offset, limit, MEMBERS_SHOWN)
+    total, messages, shown = review.spreader.page(review.store, offset, limit, MEMBERS_SHOWN)
     decisions = review.store.decisions_of([row["id"] for rows, _, _ in shown for row in rows])
     groups = []
     for rows, size, score in shown:  # a group larger than MEMBERS_SHOWN: a decision labels those shown
@@ -361,6 +367,14 @@ async def _indexer(app: Starlette) -> AsyncIterator[None]:
             if stop.wait(INDEX_EVERY):
                 return
 
+    def warm() -> None:
+        try:
+            review.spreader.warm(review.store)
+        except Exception as error:  # the first page that needs it reports it
+            logger.warning("review: loading the sentence encoder failed (%s)", error)
+
+    if review.spreader.regions > 0:  # the priority order alone needs no encoder
+        threading.Thread(target=warm, name="review-encoder", daemon=True).start()
     thread = threading.Thread(target=run, name="review-indexer", daemon=True)
     thread.start()
     try:

@@ -139,13 +139,15 @@ class ReviewStore:
             done += taken
         return done
 
-    def inbox(self, offset: int, limit: int, members: int | None = None
+    def inbox(self, offset: int, limit: int, members: int | None = None,
+              group_ids: list[int] | None = None
               ) -> tuple[int, int, list[tuple[list[dict[str, Any]], int, float]]]:
-        """(groups, pending messages, for the groups ``offset`` to ``offset + limit``: the rows of
-        their pending messages, oldest first (the first ``members``), their size and score), from
-        the index: rows the log no longer holds (pruned) are left out, their entries dropped."""
+        """(groups, pending messages, for the groups ``offset`` to ``offset + limit``, or for the
+        group ids ``group_ids`` in their order: the rows of their pending messages, oldest first (the
+        first ``members``), their size and score), from the index: rows the log no longer holds
+        (pruned) are left out, their entries dropped."""
         with self.engine.connect() as connection:
-            groups, messages, page = index.page(connection, offset, limit, members)
+            groups, messages, page = index.page(connection, offset, limit, members, group_ids)
         rows = self.messages_by_id([message_id for ids, _, _ in page for message_id in ids])
         gone = [message_id for ids, _, _ in page for message_id in ids if message_id not in rows]
         if gone:
@@ -154,6 +156,15 @@ class ReviewStore:
                 index.forget(connection, gone)
         shown = [([rows[mid] for mid in ids if mid in rows], size, score) for ids, size, score in page]
         return groups, messages - len(gone), [group for group in shown if group[0]]
+
+    def head(self, limit: int) -> list[tuple[int, dict[str, Any], int, float]]:
+        """The first ``limit`` groups of the inbox: (group id, its oldest pending message's row,
+        its size, its score); a group whose row the log no longer holds is left out."""
+        with self.engine.connect() as connection:
+            first = index.head(connection, limit)
+        rows = self.messages_by_id([message_id for _, message_id, _, _ in first])
+        return [(group, rows[message_id], size, score) for group, message_id, size, score in first
+                if message_id in rows]
 
     # --- reading ----------------------------------------------------------------------------------
     def messages(self) -> list[dict[str, Any]]:

@@ -306,19 +306,39 @@ def forget(connection: Any, message_ids: list[str]) -> None:
     recompute(connection, touched)
 
 
-def page(connection: Any, offset: int, limit: int,
-         members: int | None = None) -> tuple[int, int, list[tuple[list[str], int, float]]]:
+def page(connection: Any, offset: int, limit: int, members: int | None = None,
+         groups: list[int] | None = None) -> tuple[int, int, list[tuple[list[str], int, float]]]:
     """(groups with pending messages, pending messages, for the groups ``offset`` to ``offset +
-    limit`` in the inbox's order: the ids of their pending messages, oldest first, the first
-    ``members`` only when given, with the group's size and score)."""
-    groups, messages = connection.execute(sa.select(sa.func.count(), sa.func.coalesce(
+    limit`` in the inbox's order, or for ``groups`` (ids, in their order) when given: the ids of
+    their pending messages, oldest first, the first ``members`` only when given, with the group's
+    size and score)."""
+    count, messages = connection.execute(sa.select(sa.func.count(), sa.func.coalesce(
         sa.func.sum(groups_table.c.pending), 0))).one()
-    order = (sa.select(groups_table.c.group_id, groups_table.c.pending, groups_table.c.score)
-             .order_by(groups_table.c.score.desc(), groups_table.c.first_id).offset(offset).limit(limit))
+    if groups is None:
+        order = (sa.select(groups_table.c.group_id, groups_table.c.pending, groups_table.c.score)
+                 .order_by(groups_table.c.score.desc(), groups_table.c.first_id).offset(offset).limit(limit))
+        chosen = [tuple(row) for row in connection.execute(order).all()]
+    else:
+        found: dict[int, tuple[Any, ...]] = {}
+        for part in chunks(groups):
+            query = sa.select(groups_table.c.group_id, groups_table.c.pending, groups_table.c.score)
+            found.update((row[0], tuple(row)) for row in connection.execute(
+                query.where(groups_table.c.group_id.in_(part))))
+        chosen = [found[group] for group in groups if group in found]
     shown = []
-    for group, size, score in connection.execute(order).all():
+    for group, size, score in chosen:
         query = (sa.select(entries_table.c.message_id)
                  .where(entries_table.c.group_id == group, entries_table.c.pending == sa.true())
                  .order_by(entries_table.c.parsed_at, entries_table.c.message_id).limit(members))
         shown.append((list(connection.execute(query).scalars()), int(size), float(score)))
-    return int(groups), int(messages), shown
+    return int(count), int(messages), shown
+
+
+def head(connection: Any, limit: int) -> list[tuple[int, str, int, float]]:
+    """The first ``limit`` groups in the inbox's order, in one query: (group id, its oldest
+    pending message's id, its size, its score)."""
+    query = (sa.select(groups_table.c.group_id, groups_table.c.first_id, groups_table.c.pending,
+                       groups_table.c.score)
+             .order_by(groups_table.c.score.desc(), groups_table.c.first_id).limit(limit))
+    return [(int(group), first, int(size), float(score))
+            for group, first, size, score in connection.execute(query)]

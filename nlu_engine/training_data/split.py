@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import random
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from nlu_engine.contract.threads import process_threads
 from nlu_engine.contract.training_data import TrainingData
 
 
@@ -100,15 +103,20 @@ def out_of_fold(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(out-of-fold predictions [H, width], the indices [H] of the examples they are for):
     ``predict(train, held)`` fits on the examples ``train`` [M] bool (every fold of
-    ``assignment`` but one) and predicts those of ``held`` [K] (that fold)."""
-    rows, predictions = [], []
-    for fold in range(int(assignment.max(initial=-1)) + 1):
-        held = np.flatnonzero(assignment == fold)
-        rows.append(held)
-        predictions.append(predict(assignment != fold, held))
-    if not rows:
+    ``assignment`` but one) and predicts those of ``held`` [K] (that fold).
+
+    The folds' fits are independent, so they run on the process's threads (``process_threads``):
+    the linear heads' solvers use one core each. ``predict`` must be thread-safe; the result is
+    the same as one fold after the other."""
+    folds = [np.flatnonzero(assignment == fold) for fold in range(int(assignment.max(initial=-1)) + 1)]
+    if not folds:
         return np.zeros((0, width)), np.zeros(0, np.int64)
-    return np.concatenate(predictions), np.concatenate(rows)
+    workers = min(len(folds), process_threads())
+    # warning filters are process-wide: fits that silence their own warnings in several threads
+    # at once could leave a filter behind, so the filters are restored once all are done
+    with warnings.catch_warnings(), ThreadPoolExecutor(max_workers=workers) as pool:
+        predictions = list(pool.map(lambda fold: predict(assignment != fold, folds[fold]), range(len(folds))))
+    return np.concatenate(predictions), np.concatenate(folds)
 
 
 def content_keys(texts: Sequence[str]) -> np.ndarray:

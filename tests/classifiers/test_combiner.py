@@ -168,3 +168,46 @@ def test_the_ngram_head_joins_on_small_data_and_persists(tmp_path: Path) -> None
     never = IntentCombiner(random_seed=0, sparse_head_below=0)
     never.train(TrainingData(messages=messages))
     assert [m.kind for m in never.members_] == ["head"]
+
+
+def test_a_message_no_ngram_vocabulary_knows_is_ranked_by_the_sentence_heads(tmp_path: Path) -> None:
+    """The n-gram head weighs by the share of a message's tokens its vocabulary knows: two
+    messages of unknown words rank the same whatever n-grams their sentences share with the
+    training data, where known words do move the ranking. A model from before the weighting
+    (no ``ngram_coverage`` in its state) parses without it."""
+    import json
+
+    import scipy.sparse
+
+    messages = clustered_messages(8, 4, seed=5, noise={"vec": 3.0})
+    rng = np.random.default_rng(5)
+
+    def add_counts(message: Message, columns: list[int], known: bool) -> None:
+        counts = np.zeros(40)
+        counts[columns] += 1
+        message.features.append(Features(attribute="text", kind="sentence", origin="counts",
+                                         matrix=scipy.sparse.csr_matrix(counts[None, :])))
+        token = scipy.sparse.csr_matrix(counts[None, :] if known else np.zeros((1, 40)))
+        message.features.append(Features(attribute="text", kind="sequence", origin="counts", matrix=token))
+
+    for message in messages:
+        label = int(message.text[1:])
+        add_counts(message, list(rng.choice(range(label * 10, label * 10 + 10), 3)), known=True)
+    combiner = IntentCombiner(random_seed=0)
+    combiner.train(TrainingData(messages=messages))
+    assert combiner.ngram_coverage_ and [m.kind for m in combiner.members_] == ["head", "sparse"]
+
+    def probe(columns: list[int], known: bool) -> list[dict]:
+        message = Message(text="m0", tokens=messages[0].tokens,
+                          features=[f for f in messages[0].features if f.origin == "vec"])
+        add_counts(message, columns, known)
+        combiner.process([message])
+        return message.intent_ranking
+
+    assert probe([30, 31, 32], known=False) == probe([10, 11, 12], known=False)
+    assert probe([30, 31, 32], known=True) != probe([10, 11, 12], known=True)
+    combiner.persist(tmp_path)
+    state = json.loads((tmp_path / STATE_FILE).read_text())
+    del state["ngram_coverage"]
+    (tmp_path / STATE_FILE).write_text(json.dumps(state))
+    assert not IntentCombiner.load(tmp_path, combiner.config).ngram_coverage_

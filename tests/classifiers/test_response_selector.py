@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from nlu_engine.assembly.config import load_config
@@ -461,3 +462,38 @@ def test_a_small_retrieval_set_is_learned_in_20_epochs() -> None:
              if c["intent_response_key"] == key]
     assert len(right) / len(FLOOR_TEST) >= 0.75  # 13 of 16 when written
     assert sorted(right)[len(right) // 2] >= 0.5  # the median right answer is a confident one
+
+
+@pytest.mark.slow
+def test_a_selector_trained_long_on_the_example_bot_neither_spikes_nor_freezes(tmp_path: Path) -> None:
+    """The curve `make demo` showed before the scale_loss cap (issue 51): on the example bot's
+    FAQ with the default pipeline's features, 300 epochs, the loss jumped to hundreds within
+    single epochs from about epoch 160, and the base loss crept up and then froze. Without the
+    cap this test fails (a loss of 137 after epoch 60 against a median of 4.6 before it); with
+    it the curve keeps falling."""
+    config = """\
+language: en
+pipeline:
+  - name: WhitespaceTokenizer
+  - name: CountVectorsFeaturizer
+  - name: CountVectorsFeaturizer
+    analyzer: char_wb
+    min_ngram: 1
+    max_ngram: 5
+  - name: UniversalSentenceEncoderFeaturizer
+  - name: ResponseSelector
+    epochs: 300
+    random_seed: 42
+"""
+    from nlu_engine.training_data import load_data
+
+    (tmp_path / "config.yml").write_text(config, encoding="utf-8")
+    pipeline = Pipeline.build(load_config(tmp_path / "config.yml"))
+    pipeline.train(load_data(PROJECT_ROOT / "data" / "nlu.yml"), log=None)
+    selector = pipeline.components[-1]
+    losses = [epoch["t_loss"] for epoch in selector.history_["epochs"]]
+    assert len(losses) == 300
+    learned = float(np.median(losses[40:60]))
+    assert max(losses[60:]) < 2 * learned  # no spike
+    assert float(np.median(losses[-40:])) <= learned  # no creeping up
+    assert len({round(loss, 3) for loss in losses[-40:]}) > 10  # not frozen

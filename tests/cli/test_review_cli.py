@@ -37,6 +37,7 @@ def folder(tmp_path: Path) -> Path:
     (["review", "--db", "missing.db", "--data", "data"], "holds no message log"),
     (["review", "--db", "log.db", "--data", "nowhere"], "--data nowhere does not exist"),
     (["review", "compare", "--old", "a", "--new", "b"], "needs --db"),
+    (["review", "--db", "log.db", "--data", "data", "--regions", "-1"], "--regions must be 0"),
 ])
 def test_bad_review_commands_are_one_line(folder: Path, args: list[str], message: str,
                                           capsys: pytest.CaptureFixture[str],

@@ -44,6 +44,20 @@ def test_int8_asked_for_runs_on_any_cpu_with_one_warning_about_speed(
     assert not caplog.records
 
 
+def test_a_cpu_without_avx2_is_named_once_a_process_at_load(caplog: pytest.LogCaptureFixture) -> None:
+    plain = Cpu(frozenset({"sse2", "sse4_2", "lm"}))  # a plain x86-64 container
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            assert runtime_for_cpu("float32", explicit=False, cpu=plain) == "float32"
+    assert [r.getMessage() for r in caplog.records] == [plain.slow_path()]
+    assert "no AVX2" in caplog.records[0].getMessage() and "\n" not in caplog.records[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):  # AVX2, an ARM CPU's flags, nothing detected: silent
+        for cpu in (NO_VNNI, Cpu(frozenset({"fp", "asimd"})), Cpu(frozenset())):
+            assert runtime_for_cpu("float32", explicit=False, cpu=cpu) == "float32"
+    assert not caplog.records
+
+
 def test_an_int8_archive_on_a_cpu_without_int8_says_it_runs_float32(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
         assert runtime_for_cpu("int8", explicit=False, cpu=NO_VNNI) == "float32"

@@ -46,6 +46,11 @@ def inbox_of(store: Any, threshold: float) -> tuple[list[dict[str, Any]], list[d
     indexed = [group_view(rows, decisions) for rows, _, _ in shown]
     expected = build_inbox(store.messages(), decisions, threshold)
     assert (total, messages) == (len(expected), sum(len(g["messages"]) for g in expected))
+    head = store.head(100_000)  # the coverage's pool: each group's oldest pending message
+    assert [(row["id"], size, score) for _, row, size, score in head] == \
+        [(rows[0]["id"], size, score) for rows, size, score in shown]
+    chosen = [group for group, _, _, _ in head][::-1]  # the groups asked for by id, in that order
+    assert store.inbox(0, 0, None, group_ids=chosen)[2] == shown[::-1]
     return indexed, expected
 
 

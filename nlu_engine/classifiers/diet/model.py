@@ -107,6 +107,12 @@ class DIETNetwork(keras.Model):
         self._build_intent_head()
         self._build_entity_heads()
         self._build_masked_language_model(seq_width, concat_dim)
+        #: only the sentence position reaches a loss or a prediction (no transformer mixes the
+        #: positions, no tag or mask head reads the tokens): the token positions are skipped
+        self.sentence_only = (
+            self.num_layers == 0 and not self.tag_crf and not self.use_mlm and not self.unify
+            and bool(self.data.sent_vocab or self.data.dense_sent_dim)
+        )
 
     def _build_text_input(self) -> tuple[int, int]:
         """Sparse -> dense, concatenated with dense features; returns (sequence width, concat dim)."""
@@ -236,9 +242,13 @@ class DIETNetwork(keras.Model):
         shape = batch["shape"]
         batch_size, max_len = shape[0], shape[1]
         lengths = batch["lengths"]  # [B]
-        token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
         dense_seq, dense_sent = self.dense_features(batch, training)
-        parts_seq, parts_sent = [], []
+        if self.sentence_only:  # the sentence position alone: x [B, 1, D]
+            x = self.text_hidden(tf.concat(self._sentence_parts(batch, dense_sent, batch_size, training),
+                                           axis=-1)[:, None, :], training=training)
+            return x, tf.ones(tf.shape(x)[:2], tf.float32)
+        token_mask = tf.sequence_mask(lengths, max_len, tf.float32)  # [B, T]
+        parts_seq = []
         if self.data.seq_vocab:
             seq = self.seq_bag(
                 batch["seq_ids"], batch["seq_values"], batch["seq_positions"],
@@ -248,14 +258,7 @@ class DIETNetwork(keras.Model):
             parts_seq.append(tf.reshape(seq, (batch_size, max_len, -1)))  # [B, T, Dt]
         if self.data.dense_seq_dim:
             parts_seq.append(self.dense_input_drop(dense_seq, training=training))
-        if self.data.sent_vocab:
-            sent = self.sent_bag(
-                batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
-                batch_size, training=training,
-            )  # [B, Dt]
-            parts_sent.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
-        if self.data.dense_sent_dim:
-            parts_sent.append(self.dense_input_drop(dense_sent, training=training))
+        parts_sent = self._sentence_parts(batch, dense_sent, batch_size, training)
         x_seq = tf.concat(parts_seq, axis=-1)  # [B, T, Ds]
         if self.unify:
             x_seq = self.seq_unify(x_seq, training=training)  # [B, T, C]
@@ -271,6 +274,20 @@ class DIETNetwork(keras.Model):
         mask = tf.sequence_mask(lengths + 1, max_len + 1, tf.float32)  # [B, T+1]
         return x, mask
 
+    def _sentence_parts(self, batch: dict[str, tf.Tensor], dense_sent, batch_size, training: bool) -> list:
+        """The sentence position's input parts: the sparse sentence bag [B, Dt] and the dense
+        sentence features [B, Dd], each after its dropout (those the data has)."""
+        parts = []
+        if self.data.sent_vocab:
+            sent = self.sent_bag(
+                batch["sent_ids"], batch["sent_values"], batch["sent_positions"],
+                batch_size, training=training,
+            )  # [B, Dt]
+            parts.append(self.bag_output_drop(sent, training=training))  # [B, Dt]
+        if self.data.dense_sent_dim:
+            parts.append(self.dense_input_drop(dense_sent, training=training))
+        return parts
+
     def transform(self, x, mask, training: bool):
         if self.num_layers == 0:
             return x
@@ -284,6 +301,8 @@ class DIETNetwork(keras.Model):
         return tf.cast(self.label_embed(x), tf.float32)  # [N, E]
 
     def sentence_vector(self, h, lengths):
+        if self.sentence_only:
+            return h[:, 0]  # [B, U]: the only position
         return tf.gather(h, lengths, batch_dims=1)  # [B, U]: the position after the last token
 
     def tag_logits_for(self, name: str, h_tokens, entity_tags):

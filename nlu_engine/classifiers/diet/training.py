@@ -212,7 +212,15 @@ def epoch_batches(
         order = order if pool is None else pool[order]
     else:
         order = rng.permutation(len(data) if pool is None else pool)
-    batches = length_grouped_batches(order, grouping_lengths(data), batch_size, rng)
+    if spec.network.number_of_transformer_layers > 0:
+        batches = length_grouped_batches(order, grouping_lengths(data), batch_size, rng)
+    else:
+        # no transformer, so little to save on padding: consecutive cuts of the order, as Rasa's
+        # batches are, keep each batch's mix of labels (sorting by length would make a batch
+        # of the short messages, another of the long ones; the selectors learned slower so).
+        # Rasa's number of batches, of even sizes: a last batch of a few examples would hold
+        # one label's alone
+        batches = np.array_split(order, max(1, -(-len(order) // batch_size)))
     if spec.training.drop_small_last_batch:
         batches = [b for b in batches if len(b) >= batch_size // 2] or batches
     return batches

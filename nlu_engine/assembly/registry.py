@@ -56,6 +56,7 @@ COMPONENTS: dict[str, str] = {
     "RegexEntityExtractor": "nlu_engine.extractors.regex_entities:RegexEntityExtractor",
     "CRFEntityExtractor": "nlu_engine.extractors.crf_entity_extractor:CRFEntityExtractor",
     "EntitySynonymMapper": "nlu_engine.extractors.synonyms:EntitySynonymMapper",
+    "EntityChooser": "nlu_engine.extractors.entity_chooser:EntityChooser",
     "DucklingEntityExtractor": "nlu_engine.extractors.duckling:DucklingEntityExtractor",
     "SpacyEntityExtractor": "nlu_engine.extractors.spacy_entities:SpacyEntityExtractor",
 }

@@ -133,12 +133,15 @@ def fresh_copy(data: TrainingData) -> TrainingData:
 
 
 def pipeline_extractors(model: Any) -> list[str]:
-    """Names of the model's components that extract entities."""
+    """Names of the model's components that extract entities, without those whose entities an
+    ``EntityChooser`` removes."""
     names = []
+    dropped = {name for component in model.pipeline.components
+               for name in (component.dropped() if hasattr(component, "dropped") else ())}
     for component in model.pipeline.components:
         if "entities" in getattr(component, "provides", ()) and getattr(
             component, "entity_recognition", True
-        ):
+        ) and component.component_name() not in dropped:
             names.append(component.component_name())
     return names
 

@@ -42,6 +42,7 @@ from nlu_engine.contract.component import TOKENS, EntityExtractor, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import TEXT, Message, Token
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.extractors.entity_chooser import HELD_OUT_ENTITIES, held_out_examples, record_held_out
 from nlu_engine.training_data import bilou
 
 logger = logging.getLogger(__name__)
@@ -171,11 +172,24 @@ class CRFEntityExtractor(EntityExtractor):
 
     # --- training ---------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
+        """Learn from every example; first, when an extractor before it recorded held-out
+        entities (``entity_chooser``), learn from the rest and record its own for those examples,
+        so that an ``EntityChooser`` can compare them."""
+        examples = [m for m in data.messages if m.tokens.get(TEXT)]
+        held = held_out_examples(examples)
+        if held and len(held) < len(examples) and any(m.entities for m in examples):
+            rest = [m for m in examples if not m.extra.get(HELD_OUT_ENTITIES)]
+            self._train_on(rest, data)
+            for message in held:
+                record_held_out(message, EXTRACTOR_NAME, self._extract(message))
+        self._train_on(examples, data)
+
+    def _train_on(self, examples: list[Message], data: TrainingData) -> None:
+        """Fit the CRFs (entity, and role and group when ``data`` has them) on ``examples``."""
         self.order_: list[str] = []
         self.models_: dict[str, bytes] = {}
         self._taggers: dict[str, Any] = {}
         self.trailing_punctuation_: dict[str, str] = {}
-        examples = [m for m in data.messages if m.tokens.get(TEXT)]
         if not any(m.entities for m in examples):
             return
         self._report_misaligned(examples)
@@ -281,22 +295,22 @@ class CRFEntityExtractor(EntityExtractor):
         if not self.order_:
             return
         for message in messages:
-            tokens = message.tokens.get(TEXT)
-            if not tokens:
-                continue
-            tags, confidences = self.predict_tags(message)
-            message.entities.extend(
-                bilou.spans_to_entities(
-                    message.text,
-                    tokens,
-                    tags,
-                    confidences,
-                    extractor=EXTRACTOR_NAME,
-                    split_entities_by_comma=self.config.split_entities_by_comma,
-                    bilou=self.config.BILOU_flag,
-                    trailing=self.trailing_punctuation_,
-                )
-            )
+            if message.tokens.get(TEXT):
+                message.entities.extend(self._extract(message))
+
+    def _extract(self, message: Message) -> list[dict[str, Any]]:
+        """The entities of one tokenized message."""
+        tags, confidences = self.predict_tags(message)
+        return bilou.spans_to_entities(
+            message.text,
+            message.tokens[TEXT],
+            tags,
+            confidences,
+            extractor=EXTRACTOR_NAME,
+            split_entities_by_comma=self.config.split_entities_by_comma,
+            bilou=self.config.BILOU_flag,
+            trailing=self.trailing_punctuation_,
+        )
 
     # --- persistence ------------------------------------------------------------------------
     def persist(self, directory: Path) -> None:

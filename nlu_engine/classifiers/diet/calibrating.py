@@ -24,6 +24,8 @@ from nlu_engine.classifiers.diet.spec import resolve_epochs
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.threads import single_blas_thread
+from nlu_engine.extractors.entity_chooser import record_held_out
+from nlu_engine.training_data import split
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +52,8 @@ class CalibratedDIET:
     component_name: Callable[[], str]
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
+    _entities: Callable[[Message, dict[str, np.ndarray]], list[dict[str, Any]]]
+    tag_vocab_: dict[str, list[str]]
     fit_calibrated: Callable[..., None]
     #: (the stored model, the fine-tuning options) while ``_fit`` trains
     _resuming: tuple[Any, Any]
@@ -60,6 +64,10 @@ class CalibratedDIET:
     #: whether the network's raw intent probabilities are left for a combiner
     #: (``classifiers/scores.py``): the held-out examples' when calibrating, each parse's
     records_intent_scores: bool = True
+    #: set by the pipeline when an ``EntityChooser`` names this component
+    #: (``entity_chooser.connect_entity_choosers``): it records the entities it predicts for the
+    #: examples it holds out, and on few examples an intent holds out a share that joins late
+    records_held_out_entities: bool = False
     index: int
 
     # --- few examples an intent: the sentence head ------------------------------------------
@@ -82,6 +90,30 @@ class CalibratedDIET:
     def _head_epochs(self, examples: int) -> int:
         """The network's epochs when the head ranks the intents (``HEAD_STEPS``)."""
         return resolve_epochs(self.config.epochs, self.config.batch_size, examples, HEAD_STEPS, HEAD_EPOCHS)
+
+    def _train_for_entities(self, examples: list[Message], previous: Any, options: Any) -> None:
+        """The network's training when the head ranks the intents (``HEAD_STEPS``): it learns
+        the entities. Trained from scratch on entities for an ``EntityChooser``
+        (``records_held_out_entities``), a share of the examples (``calibration_share``, at least
+        ``calibration.MIN_HELD_OUT``) joins the last epochs, and the entities predicted for them
+        just before are recorded (``extractors/entity_chooser.py``); the network learns from
+        every example either way."""
+        epochs = self._head_epochs(len(examples))
+        held: list[Message] = []
+        if previous is None and self.records_held_out_entities and self.tag_vocab_.get("entity"):
+            _, index = split.stratified_holdout(
+                [self.label_of(m) for m in examples], self.config.calibration_share,
+                self.config.random_seed, keys=self.example_keys(examples), max_held=calibration.MAX_HELD_OUT)
+            held = [examples[i] for i in index] if len(index) >= calibration.MIN_HELD_OUT else []
+        if not held:
+            self._train_network(examples, previous, options, epochs=epochs)
+            return
+        chosen = {id(m) for m in held}
+        self._train_network([m for m in examples if id(m) not in chosen], None, None, epochs=epochs,
+                            late=held, on_join=self._record_joining)
+
+    def _record_joining(self, held: list[Message]) -> None:
+        self._record_held_out_entities(held, self.predict_arrays(held))
 
     def _keep_pretrained(self, examples: list[Message]) -> None:
         """Few examples an intent: tuning a language model's top layers on them would learn
@@ -175,9 +207,11 @@ class CalibratedDIET:
         made: list[np.ndarray] = []
 
         def predict(messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
-            probabilities, vectors = self.calibration_predict(messages)
+            results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))
+            probabilities, vectors = self._intent_arrays(results)
             if messages is held:
                 made.append(probabilities)
+                self._record_held_out_entities(messages, results)
             return probabilities, vectors
 
         self.calibration_ = calibration.fit_calibration(
@@ -213,8 +247,18 @@ class CalibratedDIET:
         """Raw intent probabilities [B, N] and in-scope vectors [B, U] of training messages,
         their fine-tuned encoders' features computed anew with the tuned weights."""
         results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))
+        return self._intent_arrays(results)
+
+    def _intent_arrays(self, results: list[dict[str, np.ndarray]]) -> tuple[np.ndarray, np.ndarray | None]:
         vectors = np.stack([r[IN_SCOPE_VECTOR] for r in results]) if self.in_scope_score else None
         return np.stack([r["intent"] for r in results]), vectors
+
+    def _record_held_out_entities(self, held: list[Message], results: list[dict[str, np.ndarray]]) -> None:
+        """Leave the entities predicted for the held-out examples, before the network learned
+        from them, for an ``EntityChooser`` (``extractors/entity_chooser.py``)."""
+        if self.records_held_out_entities and self.tag_vocab_.get("entity"):
+            for message, result in zip(held, results, strict=True):
+                record_held_out(message, "DIETClassifier", self._entities(message, result))
 
     def _calibrated(self, probabilities: list[np.ndarray], vectors: list[np.ndarray]) -> Iterator[np.ndarray]:
         """Each message's calibrated intent confidences, in order; the bot's own out-of-scope

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -310,7 +311,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             # few examples an intent: the sentence head ranks the intents, calibrated by
             # cross-fitting, and the network learns (mostly the entities) once, from every example
             self._keep_pretrained(examples)
-            self._train_network(examples, previous, options, epochs=self._head_epochs(len(examples)))
+            self._train_for_entities(examples, previous, options)
             self._fit_head(examples)
             return
         self._resuming = (previous, options)
@@ -321,10 +322,11 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
 
     def _train_network(self, examples: list[Message], previous: DIETClassifier | None,
                        options: FinetuneOptions | None, epochs: int | None = None,
-                       late: list[Message] | None = None) -> None:
+                       late: list[Message] | None = None,
+                       on_join: Callable[[list[Message]], None] | None = None) -> None:
         """Train the network on ``examples`` (resuming ``previous``) and keep its weights for
         prediction. ``late``: held-out examples that join the last epochs, once the calibration
-        is fitted on them (``fit_joining_late``)."""
+        is fitted on them (``fit_joining_late``), or ``on_join`` has seen them."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow
 
         # before anything imports it: the package's TensorFlow settings (oneDNN for an encoder
@@ -349,7 +351,10 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if late:
             def calibrate_before_joining(network: Any) -> None:
                 self._adopt_network(network, label_features, hashes)
-                self.calibrate(examples, late, self.intents_, self.config.random_seed)
+                if on_join is not None:
+                    on_join(late)
+                else:
+                    self.calibrate(examples, late, self.intents_, self.config.random_seed)
 
             join = LateJoin(np.arange(len(examples), len(every)), self.config.calibration_join_share,
                             calibrate_before_joining)

@@ -91,7 +91,10 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         sentence_head_below: int = param(50, low=0)
         #: pairs drawn for each training example to tune a fine-tuned language model's layers
         #: contrastively (SetFit's cosine loss, ``contrastive.py``) before DIET's own training, or
-        #: before the sentence head reads its vectors; 0: no contrastive phase
+        #: before the sentence head reads its vectors; 0: no contrastive phase. Off: it lowered
+        #: the head's accuracy at 5 and 10 examples an intent (BENCHMARKS.md, "Tried and not
+        #: adopted"), and the head's cross-fitted calibration then reads vectors of an encoder
+        #: tuned on the held-out examples too (DIET's held-out share is left out of it)
         contrastive_pairs: int = param(0, low=0, high=64)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False

@@ -10,8 +10,13 @@ before DIET's own training (``contrastive_pairs``).
   Only the encoder's trainable layers move, at its own learning rates (warm-up, linear decay,
   layer-wise decay: ``training.layer_rates``), with its dropout.
 
-The tuned weights come back by name (what ``TrainableEncoder.adopt`` takes); the caller adopts
-them, and DIET trains (and calibrates) as it does without this phase.
+The tuned weights come back by name (what ``TrainableEncoder.adopt`` takes): with the sentence
+head (few examples an intent) the encoder adopts them and the head reads its vectors; otherwise
+DIET's network starts the encoder's layer from them (``EncoderSlot.start``), tuned on the
+training share only, so the held-out calibration share stays unseen. The head's cross-fitted
+calibration reads vectors of an encoder tuned on every example, the held-out folds' too: on the
+10-shot file that left its ECE at 0.047 to 0.095 (BENCHMARKS.md, "Tried and not adopted"),
+which is one reason the phase is off by default.
 """
 
 from __future__ import annotations

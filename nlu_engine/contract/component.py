@@ -327,10 +327,11 @@ class TrainableEncoder(Protocol):
         length (e.g. sub-tokens); the consumer pads them to a batch with zeros."""
         ...
 
-    def build(self) -> Any:
+    def build(self, start: dict[str, np.ndarray] | None = None) -> Any:
         """A Keras layer holding the trainable weights: ``layer(inputs, num_words, training)``
         -> (sequence [B, T, H], sentence [B, H]); ``layer.variable_groups()`` (top first) and
-        ``layer.tuned_weights()`` (name -> array, what ``adopt`` takes)."""
+        ``layer.tuned_weights()`` (name -> array, what ``adopt`` takes). Its weights are the
+        pretrained ones, or ``start`` (tuned weights by the names ``adopt`` takes) where given."""
         ...
 
     def optimization(self) -> EncoderOptimization:

@@ -750,7 +750,7 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
 #: (and CountVectorsFeaturizer gained ``token_pattern``, read as Rasa 3 reads it: not at all)
 ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below",
                      "calibration_join_share", "sentence_head_below", "head_transformer_layers",
-                     "language_tokenizer")
+                     "contrastive_pairs", "language_tokenizer")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:
@@ -767,12 +767,13 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
     added = [{k: v for k, v in spec.items() if k in ADDED_SINCE_0_1_0} for spec in resolved]
     common = '"calibration": true, "calibration_share": 0.1, "out_of_scope_intent": null'
     # DIET (and so ResponseSelector) also gained calibration_refit_below, calibration_join_share
-    # sentence_head_below and head_transformer_layers; WhitespaceTokenizer language_tokenizer
+    # sentence_head_below, head_transformer_layers and contrastive_pairs; WhitespaceTokenizer
+    # language_tokenizer
     # (issue 49)
     assert {json.dumps(a) for a in added if a} <= {
         f"{{{common}}}", '{"language_tokenizer": true}',
         f'{{{common}, "calibration_refit_below": 2000, "calibration_join_share": 0.25, '
-        '"sentence_head_below": 50, "head_transformer_layers": "auto"}'}
+        '"sentence_head_below": 50, "head_transformer_layers": "auto", "contrastive_pairs": 0}'}
     assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

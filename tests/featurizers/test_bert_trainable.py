@@ -117,6 +117,22 @@ def test_untouched_layer_hands_back_the_pretrained_weights(bert_dir: Path) -> No
     assert set(everything) == set(pretrained)
 
 
+def test_a_layer_built_from_tuned_weights_starts_from_them(bert_dir: Path) -> None:
+    """``build(start)``: the weights a contrastive phase tuned, which DIET's training goes on from;
+    weights that do not fit the trainable layers are refused."""
+    featurizer = LanguageModelFeaturizer(model_weights=str(bert_dir), trainable=True, trainable_layers=1)
+    rng = np.random.default_rng(5)
+    start = {name: w + rng.normal(0, 0.1, w.shape).astype(np.float32)
+             for name, w in featurizer.pretrained_weights().items()}
+    built = featurizer.build(start).tuned_weights()
+    assert set(built) == set(start)
+    for name, value in built.items():
+        np.testing.assert_allclose(value, start[name], rtol=1e-6, err_msg=name)
+    assert not hasattr(featurizer, "tuned_weights_")  # building adopts nothing
+    with pytest.raises(ValueError, match="do not fit trainable_layers 1"):
+        featurizer.build({name: w for name, w in start.items() if "query" not in name})
+
+
 @pytest.mark.parametrize("trainable_layers", [1, None])
 def test_tensorflow_and_numpy_agree_on_tuned_weights(bert_dir: Path, trainable_layers: int | None) -> None:
     featurizer = LanguageModelFeaturizer(

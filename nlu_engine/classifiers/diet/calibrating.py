@@ -54,6 +54,7 @@ class CalibratedDIET:
     _train_network: Callable[..., None]
     _entities: Callable[[Message, dict[str, np.ndarray]], list[dict[str, Any]]]
     tag_vocab_: dict[str, list[str]]
+    _tune_contrastively: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     fit_calibrated: Callable[..., None]
     #: (the stored model, the fine-tuning options) while ``_fit`` trains
     _resuming: tuple[Any, Any]
@@ -120,9 +121,12 @@ class CalibratedDIET:
         less than its pretrained sentence vector gives the head, and take the most time. Each
         encoder offered for fine-tuning keeps its pretrained weights; its (frozen) features are
         computed on the examples in place of its featurizer's placeholders, and the network
-        reads them as any other's."""
-        for encoder in self.trainable_encoders:
-            encoder.adopt(encoder.pretrained_weights())
+        reads them as any other's. With ``contrastive_pairs`` the encoders are first tuned on
+        pairs of the examples (``_tune_contrastively``), and the features are computed with those
+        weights."""
+        tuned = self._tune_contrastively(examples)
+        for i, encoder in enumerate(self.trainable_encoders):
+            encoder.adopt(tuned[i] if tuned else encoder.pretrained_weights())
         if self.trainable_encoders:
             with_pretrained_features(examples, self.trainable_encoders)
         self.trainable_encoders = ()

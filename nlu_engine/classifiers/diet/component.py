@@ -43,7 +43,7 @@ from nlu_engine.contract.component import (
     TrainableEncoder,
     param,
 )
-from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.message import INTENT as INTENT_ATTRIBUTE
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.training_data import TrainingData
@@ -96,6 +96,13 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         #: states are among the inputs (they already see the whole message; a transformer over
         #: them learned fewer entities, slower: BENCHMARKS.md), else ``number_of_transformer_layers``
         head_transformer_layers: int | Literal["auto"] = param("auto", low=0)
+        #: pairs drawn for each training example to tune a fine-tuned language model's layers
+        #: contrastively (SetFit's cosine loss, ``contrastive.py``) before DIET's own training, or
+        #: before the sentence head reads its vectors; 0: no contrastive phase. Off: it lowered
+        #: the head's accuracy at 5 and 10 examples an intent (BENCHMARKS.md, "Tried and not
+        #: adopted"), and the head's cross-fitted calibration then reads vectors of an encoder
+        #: tuned on the held-out examples too (DIET's held-out share is left out of it)
+        contrastive_pairs: int = param(0, low=0, high=64)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -301,6 +308,9 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if not examples:
             raise ConfigError("DIETClassifier: no tokenized training examples with an intent")
         self._report_misaligned(examples)
+        if self.config.contrastive_pairs and not self.trainable_encoders:
+            logger.log(NOTICE, "%s: contrastive_pairs has no effect: no language model is "
+                       "fine-tuned (trainable: true)", self.component_name())
         self._learn_vocabularies(data, examples)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
@@ -336,9 +346,10 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         from nlu_engine.classifiers.diet.training import LateJoin, fit
 
         self._seed()
+        starts = self._tune_contrastively(examples)
         every = examples + (late or [])
         label_features = self._label_features(every)
-        slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None)
+        slots = encoder_slots(self.trainable_encoders, examples[0], self.config.featurizers or None, starts)
         spec = self.training_spec(label_features, slots, epochs)
         hashes = example_hashes(every, self.label_of)
         resume = None
@@ -364,6 +375,23 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         self._adopt_network(network, label_features, hashes)
         del network
         gc.collect()
+
+    def _tune_contrastively(self, examples: list[Message]) -> list[dict[str, np.ndarray]]:
+        """``contrastive_pairs``: each fine-tuned encoder's layers tuned on pairs of ``examples``
+        (``contrastive.tune``), the weights DIET's training starts from; none when it is off."""
+        if not self.config.contrastive_pairs or len(self.intents_) < 2 or not self.trainable_encoders:
+            return []
+        from nlu_engine.classifiers.diet.contrastive import tune
+
+        index = {name: i for i, name in enumerate(self.intents_)}
+        labels = np.array([index[self.label_of(m) or ""] for m in examples])
+        starts = []
+        for encoder in self.trainable_encoders:
+            tuned = tune(encoder, examples, labels, self.config.contrastive_pairs, self.config.random_seed)
+            logger.info("%s: contrastive phase, %d steps, loss %.4f -> %.4f", self.component_name(),
+                        len(tuned.losses), tuned.losses[0], tuned.losses[-1])
+            starts.append(tuned.weights)
+        return starts
 
     def _adopt_network(self, network: Any, label_features: Any, hashes: np.ndarray) -> None:
         """Predict with ``network``'s current weights (and its tuned encoders' features)."""

@@ -31,6 +31,8 @@ class EncoderSlot:
     prefix: str  # its inputs' names in a batch: prefix + the encoder's own key
     seq_columns: tuple[int, int]  # [start, stop) of its columns in the dense token features
     sent_columns: tuple[int, int] | None  # ... in the dense sentence features (None: none)
+    #: the tuned weights its layer starts from (``TrainableEncoder.build``; None: pretrained)
+    start: dict[str, np.ndarray] | None = None
 
 
 def dense_columns(
@@ -52,9 +54,11 @@ def dense_columns(
 
 
 def encoder_slots(
-    encoders: Sequence[TrainableEncoder], example: Message, origins: list[str] | None
+    encoders: Sequence[TrainableEncoder], example: Message, origins: list[str] | None,
+    starts: Sequence[dict[str, np.ndarray] | None] = (),
 ) -> list[EncoderSlot]:
-    """A slot per encoder, its columns read from a featurized training example."""
+    """A slot per encoder, its columns read from a featurized training example; ``starts``: the
+    tuned weights each encoder's layer starts from (none: the pretrained ones)."""
     slots = []
     for index, encoder in enumerate(encoders):
         origin = encoder.origin()
@@ -65,7 +69,8 @@ def encoder_slots(
                 "the encoder it was given to fine-tune; put that featurizer before DIETClassifier"
             )
         slots.append(EncoderSlot(encoder, f"encoder{index}_", seq,
-                                 dense_columns(example, "sentence", origins, origin)))
+                                 dense_columns(example, "sentence", origins, origin),
+                                 starts[index] if index < len(starts) else None))
     return slots
 
 
@@ -130,6 +135,6 @@ def with_tuned_features(messages: list[Message], encoders: Sequence[TrainableEnc
 def with_pretrained_features(messages: list[Message], encoders: Sequence[TrainableEncoder]) -> None:
     """The encoders' features computed on ``messages`` in place of the placeholders their
     featurizers wrote on the training messages (``TrainableEncoder``), once the encoders keep
-    their pretrained weights."""
+    their pretrained weights (or those of the contrastive phase, ``contrastive.py``)."""
     for message, features in zip(messages, _recomputed_features(messages, encoders), strict=True):
         message.features = features

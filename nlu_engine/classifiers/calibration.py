@@ -154,14 +154,16 @@ class InScope:
         # (x - mu) P (x - mu) = |x L|^2 - 2 (x L).(mu L) + |mu L|^2, with x [L | L mu'] in one go
         factor = np.linalg.cholesky(self.precision)  # [D, D]
         projected_means = self.means @ factor  # [N, D]: mu L
-        self._product = np.concatenate([factor, factor @ projected_means.T], axis=1)  # [D, D + N]
+        # float32: a message's one product reads this [D, D + N] table from memory, and that
+        # read is most of the combiner's parse (BENCHMARKS.md, "One parse's shares")
+        self._product = np.concatenate([factor, factor @ projected_means.T], axis=1).astype(np.float32)
         self._centres = (projected_means**2).sum(axis=1)  # [N]: mu P mu
         self._dimension = len(factor)
 
     def distances(self, vectors: np.ndarray) -> np.ndarray:
         """Squared Mahalanobis distance [B] of each vector [B, D] to its nearest class mean:
         x P x - 2 x P mu + mu P mu, minimised over the N means."""
-        product = vectors.astype(np.float64) @ self._product  # [B, D + N]
+        product = (vectors.astype(np.float32) @ self._product).astype(np.float64)  # [B, D + N]
         projected, cross = product[:, : self._dimension], product[:, self._dimension:]
         own = (projected * projected).sum(axis=1)  # [B]: x P x
         return np.maximum(own[:, None] - 2 * cross + self._centres, 0.0).min(axis=1)

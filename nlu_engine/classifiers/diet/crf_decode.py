@@ -223,10 +223,14 @@ class CRFDecoder:
         self._backward_sum = _Transitions(allowed.T, np.ascontiguousarray(exp_w.T), 0.0)
         self._one = _OneSequence(self._forward_max, self._to_from, exp_w)
 
-    def decode(self, logits: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def decode(self, logits: np.ndarray, lengths: np.ndarray,
+               marginals: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """logits [B, T, K] (any float dtype), lengths [B] -> Viterbi tags [B, T] int32 and each
-        tag's marginal probability [B, T] float32; both 0 at padding."""
+        tag's marginal probability [B, T] float32; both 0 at padding. Without ``marginals``
+        (training's monitors score the tags only) the probabilities are not computed: all 0."""
         size, max_len, _ = logits.shape
+        if not marginals:
+            return self._tags_only(logits, lengths)
         if size <= _ONE_BY_ONE_ROWS and self._one.usable:  # the parse of one message
             rows = [self._decode_one(logits[b], min(max(int(n), 1), max_len)) for b, n in enumerate(lengths)]
             return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
@@ -243,6 +247,19 @@ class CRFDecoder:
             padding = np.arange(max_len)[None, :] >= lengths[:, None]
             tags[padding], confidences[padding] = 0, 0.0
         return tags, confidences
+
+    def _tags_only(self, logits: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``decode``'s tags by the same Viterbi, without the marginals (all 0)."""
+        size, max_len, _ = logits.shape
+        lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
+        unary = logits[:, :, self.order].astype(np.float32)  # [B, T, K]
+        unary[:, 0] += self.start.astype(np.float32)
+        unary[np.arange(size), lengths - 1] += self.end.astype(np.float32)
+        ragged = bool((lengths < max_len).any())
+        tags = self.order[self._viterbi(unary, lengths, ragged)].astype(np.int32)
+        if ragged:
+            tags[np.arange(max_len)[None, :] >= lengths[:, None]] = 0
+        return tags, np.zeros(tags.shape, np.float32)
 
     def _decode_one(self, logits: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``decode`` of one sequence, logits [T, K] of which n >= 1 positions are real, through
@@ -305,19 +322,20 @@ class CRFDecoder:
 
 def decode_tag_sets(
     logits: dict[str, np.ndarray], tables: dict[str, np.ndarray], lengths: np.ndarray,
-    decoders: dict[str, CRFDecoder],
+    decoders: dict[str, CRFDecoder], marginals: bool = True,
 ) -> dict[str, np.ndarray]:
     """DIET's tags: per tag set (entity first) "tags_<set>" and "conf_<set>" [B, T].
 
     ``logits`` "logits_<set>" [B, T, K]; a role's or group's lack the decoded entity tags'
-    term, which ``tables`` [K_entity, K] gives per entity tag (``onnx_graph.tag_tables``)."""
+    term, which ``tables`` [K_entity, K] gives per entity tag (``onnx_graph.tag_tables``).
+    Without ``marginals`` the confidences are all 0 (``CRFDecoder.decode``)."""
     out: dict[str, np.ndarray] = {}
     entity_tags: np.ndarray | None = None
     for kind, decoder in decoders.items():
         scores = logits[f"logits_{kind}"]  # [B, T, K]
         if kind in tables and entity_tags is not None:
             scores = scores + tables[kind][entity_tags]  # the entity tags' term
-        tags, confidences = decoder.decode(scores, lengths)
+        tags, confidences = decoder.decode(scores, lengths, marginals)
         if kind == "entity":
             entity_tags = tags
         out[f"tags_{kind}"], out[f"conf_{kind}"] = tags, confidences

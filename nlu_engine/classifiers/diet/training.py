@@ -126,10 +126,11 @@ def build_network(spec: TrainingSpec, ragged: dict[str, tf.TensorSpec] | None = 
 def decode_tags(
     network: DIETNetwork, outputs: dict[str, np.ndarray], lengths: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """The tags and confidences [B, T] of ``network.predict_batch``'s logits (NumPy), decoded
-    with the network's current transitions by the decoder a parse uses (``crf_decode``)."""
+    """The tags [B, T] of ``network.predict_batch``'s logits (NumPy), decoded with the
+    network's current transitions by the Viterbi a parse uses (``crf_decode``); the monitors
+    score tags only, so the marginals are skipped (confidences all 0)."""
     decoders = {kind: crf.decoder() for kind, crf in network.tag_crf.items()}
-    return decode_tag_sets(outputs, network.tag_tables(), lengths, decoders)
+    return decode_tag_sets(outputs, network.tag_tables(), lengths, decoders, marginals=False)
 
 
 def compiled_predict(network: DIETNetwork, ragged: dict[str, tf.TensorSpec] | None = None):
@@ -140,7 +141,7 @@ def compiled_predict(network: DIETNetwork, ragged: dict[str, tf.TensorSpec] | No
         def function(batch: dict[str, Any]) -> dict[str, tf.Tensor]:
             return network.predict_batch({k: tf.constant(v) for k, v in batch.items()})
     else:
-        function = tf.function(network.predict_batch, input_signature=[signature])
+        function = tf.function(network.predict_batch, input_signature=[signature], autograph=False)
 
     def predict(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outputs = {k: v.numpy() for k, v in function({k: batch[k] for k in signature}).items()}

@@ -167,6 +167,9 @@ def test_decode_matches_the_plain_reference(
     logits = rng.normal(scale=logit_scale, size=(40, lengths.max(), k)).astype(np.float32)
     decoder = CRFDecoder(transitions, (allowed, start, end))
     tags, confidences = decoder.decode(logits, lengths)
+    tags_only, none = decoder.decode(logits, lengths, marginals=False)  # training's monitors
+    np.testing.assert_array_equal(tags_only, tags)
+    assert not none.any()
     penalised = transitions + np.where(allowed, 0, FORBIDDEN).astype(np.float32)
     for b, n in enumerate(lengths):
         unary = logits[b, :n].astype(np.float64)

@@ -83,12 +83,12 @@ class DIETTrainer:
         self._step, self._part_gradients, self._apply = self._whole_step, self._gradients, self._apply_step
         self._table_penalty = network.table_penalty
         if not eager:
-            self._step = tf.function(self._whole_step, input_signature=[signature])
+            self._step = tf.function(self._whole_step, input_signature=[signature], autograph=False)
             self._part_gradients = tf.function(
-                self._gradients, input_signature=[signature, tf.TensorSpec([], tf.float32)]
-            )
-            self._apply = tf.function(self._apply_step, reduce_retracing=True)
-            self._table_penalty = tf.function(network.table_penalty)
+                self._gradients, input_signature=[signature, tf.TensorSpec([], tf.float32)],
+                autograph=False)
+            self._apply = tf.function(self._apply_step, reduce_retracing=True, autograph=False)
+            self._table_penalty = tf.function(network.table_penalty, autograph=False)
         #: the whole-table L2 as at the end of the last epoch (before the first: at the start)
         self.table_penalty = float(self._table_penalty())
 

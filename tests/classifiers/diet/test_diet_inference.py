@@ -14,6 +14,7 @@ import tensorflow as tf
 from nlu_engine.classifiers.diet import encoding
 from nlu_engine.classifiers.diet.batching import make_batch
 from nlu_engine.classifiers.diet.component import DIETClassifier
+from nlu_engine.classifiers.diet.crf_decode import decode_tag_sets
 from nlu_engine.classifiers.diet.inference import DIETInference
 from nlu_engine.classifiers.response_selector import ResponseSelector
 
@@ -89,7 +90,12 @@ def test_parse_path_matches_tensorflow(featurized, variant: dict[str, Any]) -> N
     assert set(tables) == set(inference.tag_tables)
     for kind, table in tables.items():
         np.testing.assert_allclose(inference.tag_tables[kind], table, rtol=1e-4, atol=1e-5)
-    expected.update(decode_tags(network, expected, batch["lengths"]))  # as training's monitors decode
+    # the tags as training's monitors decode them; the confidences by the same decoders with marginals
+    expected.update(decode_tags(network, expected, batch["lengths"]))
+    decoders = {kind: crf.decoder() for kind, crf in network.tag_crf.items()}
+    marginals = decode_tag_sets(expected, network.tag_tables(), batch["lengths"], decoders)
+    assert all((marginals[f"tags_{k}"] == expected[f"tags_{k}"]).all() for k in decoders)
+    expected.update(marginals)
     got = inference.predict_batch(batch)
 
     assert set(got) - set(expected) == {"sentence", "text_embed"}  # its own: the in-scope vectors

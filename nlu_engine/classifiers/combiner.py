@@ -114,6 +114,12 @@ class IntentCombiner(IntentClassifier):
     #: whether the n-gram head weighs by coverage (False in a model from before it did)
     ngram_coverage_: bool = False
 
+    def reads_features_from(self, origin: str) -> bool:
+        """The dense sentence vectors of ``featurizers`` (all when empty) get a head, so a
+        fine-tuned language model left out of that list is read by DIET alone. (The n-gram head
+        reads every sparse feature; no fine-tuned encoder writes sparse ones.)"""
+        return not self.config.featurizers or origin in self.config.featurizers
+
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
         examples = [m for m in data.intent_examples if m.intent]

@@ -67,6 +67,16 @@ def test_readers_that_leave_its_features_out_do_not_count(bert_dir: str) -> None
     assert pipeline.components[4].trainable_encoders == (pipeline.components[1],)
 
 
+def test_a_combiner_that_leaves_its_features_out_does_not_count(bert_dir: str) -> None:
+    """The combiner's heads read only the sentence vectors of its ``featurizers``; with the
+    fine-tuned encoder left out of them, DIET is its one reader."""
+    combiner = {"name": "IntentCombiner", "featurizers": ["CountVectorsFeaturizer_2"]}
+    pipeline = build(bert_dir, DIET, combiner)
+    assert pipeline.components[3].trainable_encoders == (pipeline.components[1],)
+    with pytest.raises(ConfigError, match=r"IntentCombiner \(step 5\) do"):
+        build(bert_dir, DIET, {"name": "IntentCombiner"})
+
+
 def test_a_reader_that_cannot_fine_tune_is_refused(bert_dir: str) -> None:
     with pytest.raises(ConfigError, match=r"LogisticRegressionClassifier \(step 4\), which reads its "
                        "features, cannot fine-tune it"):

@@ -155,7 +155,7 @@ class InScope:
         factor = np.linalg.cholesky(self.precision)  # [D, D]
         projected_means = self.means @ factor  # [N, D]: mu L
         # float32: a message's one product reads this [D, D + N] table from memory, and that
-        # read is most of the combiner's parse (BENCHMARKS.md, "One parse's shares")
+        # read is most of the combiner's parse (BENCHMARKS.md, "Small bots and one parse")
         self._product = np.concatenate([factor, factor @ projected_means.T], axis=1).astype(np.float32)
         self._centres = (projected_means**2).sum(axis=1)  # [N]: mu P mu
         self._dimension = len(factor)

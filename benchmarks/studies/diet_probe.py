@@ -188,8 +188,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"error: {path}: no such file")
     common = parse_assignments(";".join(args.set), "--set")
     variants = [parse_variant(v) for v in args.variant] or [("defaults", {})]
-    for _label, overrides in variants:  # a bad setting fails before anything trains
-        build({**BASE, **common, **overrides})
+    from nlu_engine.contract.errors import ConfigError
+
+    for label, overrides in variants:  # a bad setting fails before anything trains
+        try:
+            build({**BASE, **common, **overrides})
+        except ConfigError as error:
+            raise SystemExit(f"error: variant '{label}': {error}") from None
     data, test, featurize_seconds = featurize(args.data, args.test)
     probed = probe(data, test)
     print(f"probe (logistic regression, C 10): {100 * probed['accuracy']:.2f}", file=sys.stderr, flush=True)

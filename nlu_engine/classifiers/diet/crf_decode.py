@@ -229,9 +229,7 @@ class CRFDecoder:
         tag's marginal probability [B, T] float32; both 0 at padding. Without ``marginals``
         (training's monitors score the tags only) the probabilities are not computed: all 0."""
         size, max_len, _ = logits.shape
-        if not marginals:
-            return self._tags_only(logits, lengths)
-        if size <= _ONE_BY_ONE_ROWS and self._one.usable:  # the parse of one message
+        if marginals and size <= _ONE_BY_ONE_ROWS and self._one.usable:  # the parse of one message
             rows = [self._decode_one(logits[b], min(max(int(n), 1), max_len)) for b, n in enumerate(lengths)]
             return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
         lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
@@ -240,26 +238,16 @@ class CRFDecoder:
         unary[np.arange(size), lengths - 1] += self.end
         ragged = bool((lengths < max_len).any())
         tags = self._viterbi(unary.astype(np.float32), lengths, ragged)  # [B, T], inside order
-        probabilities = self._marginals(unary, lengths, ragged)  # [B, T, K]
-        confidences = np.take_along_axis(probabilities, tags[..., None], 2)[..., 0].astype(np.float32)
+        if marginals:
+            probabilities = self._marginals(unary, lengths, ragged)  # [B, T, K]
+            confidences = np.take_along_axis(probabilities, tags[..., None], 2)[..., 0].astype(np.float32)
+        else:
+            confidences = np.zeros(tags.shape, np.float32)
         tags = self.order[tags].astype(np.int32)
         if ragged:
             padding = np.arange(max_len)[None, :] >= lengths[:, None]
             tags[padding], confidences[padding] = 0, 0.0
         return tags, confidences
-
-    def _tags_only(self, logits: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``decode``'s tags by the same Viterbi, without the marginals (all 0)."""
-        size, max_len, _ = logits.shape
-        lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
-        unary = logits[:, :, self.order].astype(np.float32)  # [B, T, K]
-        unary[:, 0] += self.start.astype(np.float32)
-        unary[np.arange(size), lengths - 1] += self.end.astype(np.float32)
-        ragged = bool((lengths < max_len).any())
-        tags = self.order[self._viterbi(unary, lengths, ragged)].astype(np.int32)
-        if ragged:
-            tags[np.arange(max_len)[None, :] >= lengths[:, None]] = 0
-        return tags, np.zeros(tags.shape, np.float32)
 
     def _decode_one(self, logits: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``decode`` of one sequence, logits [T, K] of which n >= 1 positions are real, through

@@ -150,19 +150,10 @@ def run_variant(data: Any, test: list[Any], overrides: dict[str, Any]) -> dict[s
 
 
 def machine() -> dict[str, Any]:
-    """CPU model and its vector instruction sets (Linux's /proc/cpuinfo), cores, Python."""
-    model, flags = platform.processor(), []
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key.strip() == "model name":
-                model = value.strip()
-            elif key.strip() == "flags":
-                flags = sorted(f for f in value.split() if f.startswith(("avx", "fma", "amx")))
-            if model and flags:
-                break
-    return {"cpu": model, "flags": flags, "cores": os.cpu_count(), "python": platform.python_version()}
+    """The CPU (model and vector extensions, as every benchmark names it), cores, Python."""
+    from nlu_engine.evaluation.benchmarking import cpu_model
+
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version()}
 
 
 def table(rows: list[dict[str, Any]], probe_accuracy: float) -> str:

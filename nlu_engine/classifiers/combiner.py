@@ -95,7 +95,8 @@ class IntentCombiner(IntentClassifier):
     class Config(IntentClassifier.Config):
         #: a sentence head on each featurizer's dense sentence vector
         sentence_heads: bool = True
-        #: the featurizers whose sentence vectors get a head (empty: all)
+        #: the featurizers whose sentence vectors get a head (empty: all); a fine-tuned language
+        #: model left out of them has DIET as its one reader (``Component.reads_features_from``)
         featurizers: list[str] = param([])
         #: a TF-IDF logistic regression on the sparse n-gram counts joins with fewer training
         #: examples than this (above it DIET, which reads them too, has the data to); 0: never
@@ -113,12 +114,6 @@ class IntentCombiner(IntentClassifier):
     config: Config
     #: whether the n-gram head weighs by coverage (False in a model from before it did)
     ngram_coverage_: bool = False
-
-    def reads_features_from(self, origin: str) -> bool:
-        """The dense sentence vectors of ``featurizers`` (all when empty) get a head, so a
-        fine-tuned language model left out of that list is read by DIET alone. (The n-gram head
-        reads every sparse feature; no fine-tuned encoder writes sparse ones.)"""
-        return not self.config.featurizers or origin in self.config.featurizers
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:

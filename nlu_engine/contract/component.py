@@ -412,8 +412,12 @@ class Component:
         return None
 
     def reads_features_from(self, origin: str) -> bool:
-        """Whether this component reads the features a featurizer writes under ``origin``."""
-        return any(need in (FEATURES, SPARSE_FEATURES, DENSE_FEATURES) for need in self.requires)
+        """Whether this component reads the features a featurizer writes under ``origin``: it
+        requires features, and its config's ``featurizers`` list, if it has one, is empty (all)
+        or names ``origin``."""
+        listed = getattr(self.config, "featurizers", None)
+        return (any(need in (FEATURES, SPARSE_FEATURES, DENSE_FEATURES) for need in self.requires)
+                and (not listed or origin in listed))
 
     def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
         """Take ``encoder`` to fine-tune while training; False when this component cannot.

@@ -201,9 +201,6 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         return sorted({label for m in examples if (label := self.label_of(m))})
 
     # --- fine-tuned encoders (the pipeline hands them over when it is built) ---------------
-    def reads_features_from(self, origin: str) -> bool:
-        return not self.config.featurizers or origin in self.config.featurizers
-
     def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
         """Fine-tune ``encoder`` with the network: its features are computed in the graph."""
         self.trainable_encoders = (*self.trainable_encoders, encoder)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
 
 from nlu_engine.contract.errors import ConfigError, closest
+from nlu_engine.contract.languages import encoder_languages
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 
@@ -487,6 +488,17 @@ class Featurizer(Component):
 
 class DenseFeaturizer(Featurizer):
     provides = (DENSE_FEATURES,)
+
+    def encoder(self) -> str | None:
+        """The pre-trained encoder behind the features, by its name in the language table
+        (``contract.languages``); None for features learnt from the training data alone."""
+        return None
+
+    def languages(self) -> frozenset[str] | None:
+        """The languages the features carry meaning in: the table's rows that name the encoder;
+        None for every language (an encoder no row names, or no encoder)."""
+        name = self.encoder()
+        return encoder_languages(name) if name else None
 
 
 class IntentClassifier(Component):

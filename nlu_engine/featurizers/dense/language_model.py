@@ -52,6 +52,7 @@ import numpy as np
 
 from nlu_engine.contract.component import DenseFeaturizer, EncoderOptimization, param
 from nlu_engine.contract.errors import ArchiveError, ConfigError
+from nlu_engine.contract.languages import MINILM, base_language
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.training_data import TrainingData
@@ -176,6 +177,17 @@ class LanguageModelFeaturizer(DenseFeaturizer):
                 )
 
     config: Config
+
+    def encoder(self) -> str:
+        """The weights' name (``all-MiniLM-L6-v2`` for ``sentence-transformers/all-MiniLM-L6-v2``
+        or the default), as the language table names encoders."""
+        return Path(self.config.model_weights or MINILM).name
+
+    def languages(self) -> frozenset[str] | None:
+        """``languages:`` when the config narrows them, else the table's rows for the weights."""
+        if self.config.languages:
+            return frozenset(base_language(code) for code in self.config.languages)
+        return super().languages()
 
     # the model ---------------------------------------------------------------------------------
     def _model(self) -> LoadedModel:

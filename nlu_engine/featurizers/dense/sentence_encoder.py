@@ -34,7 +34,7 @@ import numpy as np
 
 from nlu_engine.contract.component import DenseFeaturizer
 from nlu_engine.contract.errors import ArchiveError, ConfigError
-from nlu_engine.contract.languages import base_language
+from nlu_engine.contract.languages import USE, base_language
 from nlu_engine.contract.message import TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.featurizers.dense.sentence_encoder_onnx import WIDTH, OnnxSentenceEncoder
 
@@ -46,9 +46,6 @@ META_FILE = "sentence_encoder.json"
 #: the unit-length embedding times √512: each column then has about unit variance, as the other
 #: inputs do, instead of entries near 0.04 that weight decay would keep a network from using
 SCALE = float(np.sqrt(WIDTH))
-#: the languages the encoder was trained on (its model card)
-LANGUAGES = frozenset({"ar", "de", "en", "es", "fr", "it", "ja", "ko", "nl", "pl", "pt", "ru",
-                       "th", "tr", "zh"})
 #: one encoder per process: building its graph and sessions is its slow part
 _ENCODER: dict[str, Any] = {}
 _ENCODER_LOCK = threading.Lock()
@@ -108,14 +105,18 @@ class UniversalSentenceEncoderFeaturizer(DenseFeaturizer):
 
     config: Config
 
+    def encoder(self) -> str:
+        return USE  # its languages: the model card's, in contract.languages
+
     def train(self, data: Any) -> None:
         sentence_encoder()  # fail before anything trains when the package is missing
-        if base_language(self.language) not in LANGUAGES:
+        known = self.languages() or frozenset()
+        if base_language(self.language) not in known:
             logger.warning(
                 "UniversalSentenceEncoderFeaturizer: the encoder was not trained on language '%s' "
                 "(it knows %s); its sentence vector is still computed (it may carry little), so "
                 "intents rest mostly on the pipeline's other features (the word and character "
-                "n-grams in diet.yml)", self.language, ", ".join(sorted(LANGUAGES)),
+                "n-grams in diet.yml)", self.language, ", ".join(sorted(known)),
             )
 
     def process(self, messages: list[Message]) -> None:

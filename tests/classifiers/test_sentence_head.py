@@ -197,7 +197,8 @@ def test_with_the_head_the_network_trains_for_fewer_steps_unless_epochs_are_set(
 
 def test_with_the_head_a_language_models_token_states_need_no_transformer() -> None:
     """``head_transformer_layers: auto``: none over contextual token features (a language
-    model's), the configured layers otherwise, and a resumed network keeps its own."""
+    model's) below ``head_transformer_entities`` annotated entities, the configured layers
+    otherwise, and a resumed network keeps its own."""
     from nlu_engine.classifiers.diet.component import DIETClassifier
 
     def message(contextual: bool) -> Message:
@@ -209,6 +210,12 @@ def test_with_the_head_a_language_models_token_states_need_no_transformer() -> N
     auto = DIETClassifier(number_of_transformer_layers=2)
     assert auto._transformer_layers([message(True)], None, head=True) == 0
     assert auto._transformer_layers([message(False)], None, head=True) == 2
+    # many annotated entities (a few big intents and a long tail) keep the transformer
+    annotated = message(True)
+    annotated.entities = [{"start": 7, "end": 11, "value": "Oslo", "entity": "city"}]
+    few = DIETClassifier(number_of_transformer_layers=2, head_transformer_entities=3)
+    assert few._transformer_layers([annotated, annotated], None, head=True) == 0
+    assert few._transformer_layers([annotated] * 3, None, head=True) == 2
     assert auto._transformer_layers([message(True)], None, head=False) == 2
     one = DIETClassifier(head_transformer_layers=1)
     assert one._transformer_layers([message(True)], None, head=True) == 1

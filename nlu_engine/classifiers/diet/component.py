@@ -93,10 +93,14 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         sentence_head_below: int = param(50, low=0)
         #: the network's transformer layers when the sentence head ranks the intents (the
         #: network then learns the entities): ``auto`` is none when a language model's token
-        #: states are among the inputs (they already see the whole message; without a transformer
-        #: over them it learned about as many entities in half the time: BENCHMARKS.md), else
-        #: ``number_of_transformer_layers``
+        #: states are among the inputs and the examples hold fewer than
+        #: ``head_transformer_entities`` annotated entities (the states already see the whole
+        #: message; without a transformer over them a few hundred entities taught about as much
+        #: in half the time: BENCHMARKS.md), else ``number_of_transformer_layers``: a bot whose
+        #: median intent is small but whose entities are many (a few big intents and a long
+        #: tail) keeps the context its entities need
         head_transformer_layers: int | Literal["auto"] = param("auto", low=0)
+        head_transformer_entities: int = param(1000, low=0)
         #: pairs drawn for each training example to tune a fine-tuned language model's layers
         #: contrastively (SetFit's cosine loss, ``contrastive.py``) before DIET's own training, or
         #: before the sentence head reads its vectors; 0: no contrastive phase. Off: it lowered
@@ -226,9 +230,15 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if previous is not None:
             return previous.network_params().number_of_transformer_layers
         wanted = self.config.head_transformer_layers
-        if not head or (wanted == "auto" and not self._contextual_token_features(examples[0])):
+        if not head:
             return self.config.number_of_transformer_layers
-        return 0 if wanted == "auto" else int(wanted)
+        if wanted != "auto":
+            return int(wanted)
+        entities = sum(len(m.entities) for m in examples)
+        if (not self._contextual_token_features(examples[0])
+                or entities >= self.config.head_transformer_entities):
+            return self.config.number_of_transformer_layers
+        return 0
 
     def _contextual_token_features(self, message: Message) -> bool:
         """Whether the network reads a language model's token states (``Features.contextual``)."""

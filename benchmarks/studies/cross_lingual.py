@@ -1,9 +1,10 @@
-"""One bot across languages (issue 49): a model trained in one xSID language, scored in each.
+"""One bot across languages: a model trained in one xSID language, scored in each.
 
-    nice -n 5 .venv/bin/python -m benchmarks.studies.cross_lingual --train it da --mixed it:da \\
+    nice -n 5 .venv/bin/python -m benchmarks.studies.cross_lingual --train en it --mixed it:da \\
         --shots 2 --out benchmark_results/cross_lingual.json
 
-For each ``--train`` language, trains ``--config`` (default: the shipped ``diet.yml``) with
+For each ``--train`` language (English included: xSID's English training messages, whose test
+set is kept out of the datasets), trains ``--config`` (default: the shipped ``diet.yml``) with
 ``language:`` set to it on that language's xSID ``valid.md`` (about 20 examples an intent) and
 scores the model on every ``--test`` language's ``test.md``. For each ``--mixed A:B``, trains on
 A's ``valid.md`` plus ``--shots`` examples an intent drawn (``--seed``) from B's ``valid.md``,
@@ -29,7 +30,10 @@ from typing import Any
 from benchmarks.common import DATASETS, DIET_CONFIG, RESULTS
 
 XSID = DATASETS / "xSID"
+#: the languages with a test set
 LANGUAGES = ("it", "nl", "da", "id", "kk", "sr")
+#: the languages a bot can be trained on
+TRAIN_LANGUAGES = ("en", *LANGUAGES)
 #: the extractor whose entities are reported when the model has several
 ENTITY_EXTRACTOR = "DIETClassifier"
 
@@ -84,15 +88,15 @@ def score(model: Any, language: str, test: Any) -> dict[str, Any]:
 
 
 def train_and_score(config: dict[str, Any], train: Any, tests: dict[str, Any],
-                    overrides: list[str]) -> dict[str, Any]:
+                    overrides: list[str], keep: Path | None = None, name: str = "model") -> dict[str, Any]:
     """Train ``config`` (with ``overrides``, ``NAME.KEY=VALUE``) on ``train`` in a temporary
-    folder and score the model on each test set."""
+    folder (``keep``: in that folder, as ``name``) and score the model on each test set."""
     from nlu_engine.assembly.model import Model
     from nlu_engine.assembly.model import train as train_model
 
     with tempfile.TemporaryDirectory(prefix="cross-lingual-") as tmp:
         start = time.perf_counter()
-        archive = train_model(config, train, out=tmp, fixed_model_name="model",
+        archive = train_model(config, train, out=keep or tmp, fixed_model_name=name,
                               overrides=overrides, log=None)
         seconds = time.perf_counter() - start
         model = Model.load(archive)
@@ -126,9 +130,9 @@ def parse_mixed(pairs: list[str]) -> list[tuple[str, str]]:
     parsed = []
     for pair in pairs:
         first, _, second = pair.partition(":")
-        if first not in LANGUAGES or second not in LANGUAGES or first == second:
-            raise SystemExit(f"--mixed {pair}: write A:B with two different languages among "
-                             f"{', '.join(LANGUAGES)}")
+        if first not in TRAIN_LANGUAGES or second not in LANGUAGES or first == second:
+            raise SystemExit(f"--mixed {pair}: write A:B with two different languages, A among "
+                             f"{', '.join(TRAIN_LANGUAGES)} and B among {', '.join(LANGUAGES)}")
         parsed.append((first, second))
     return parsed
 
@@ -136,7 +140,7 @@ def parse_mixed(pairs: list[str]) -> list[tuple[str, str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=DIET_CONFIG)
-    parser.add_argument("--train", nargs="*", choices=LANGUAGES, default=list(LANGUAGES),
+    parser.add_argument("--train", nargs="*", choices=TRAIN_LANGUAGES, default=list(TRAIN_LANGUAGES),
                         help="languages to train on, each scored on every --test language")
     parser.add_argument("--test", nargs="+", choices=LANGUAGES, default=list(LANGUAGES))
     parser.add_argument("--mixed", nargs="*", default=[], metavar="A:B",
@@ -146,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="COMPONENT.KEY=VALUE",
                         help="override a parameter, as nlu-engine train --set")
     parser.add_argument("--out", type=Path, default=RESULTS / "cross_lingual.json")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep each model in DIR (train-<language>.tar.gz, mixed-<A>-<B>.tar.gz)")
     args = parser.parse_args(argv)
     mixed = parse_mixed(args.mixed)
     tests = {language: load(language, "test") for language in args.test}
@@ -153,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                               "seed": args.seed, "trained": [], "mixed": []}
     for language in args.train:
         run = train_and_score(language_config(args.config, language), load(language, "valid"), tests,
-                              args.set)
+                              args.set, args.keep, f"train-{language}")
         result["trained"].append(run)
         print(f"trained on {language} ({run['num_train']} examples) in {run['train_seconds']} s",
               file=sys.stderr, flush=True)
@@ -162,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         added = shots(load(second, "valid"), args.shots, args.seed)
         train = train.with_messages([*train.messages, *added])
         test = tests.get(second) or load(second, "test")
-        run = train_and_score(language_config(args.config, first), train, {second: test}, args.set)
+        run = train_and_score(language_config(args.config, first), train, {second: test}, args.set,
+                              args.keep, f"mixed-{first}-{second}")
         result["mixed"].append({**run, "added_language": second, "num_added": len(added)})
     print_tables(result)
     args.out.parent.mkdir(parents=True, exist_ok=True)

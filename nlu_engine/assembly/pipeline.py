@@ -76,6 +76,8 @@ class Pipeline:
             components.append(component)
         tuned = connect_trainable_encoders(components, config.source)
         connect_entity_choosers(components)
+        for index, component in enumerate(components):
+            component.link(components[:index])
         return cls(config, components, tunes_encoders=tuned > 0)
 
     def default_runtime(self) -> str:

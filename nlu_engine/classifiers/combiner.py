@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,13 @@ import numpy as np
 import scipy.sparse
 
 from nlu_engine.classifiers import calibration, scores
+from nlu_engine.classifiers.language_views import (
+    View,
+    member_languages,
+    member_sets,
+    trained_languages,
+    view_of,
+)
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.classifiers.sentence_head import (
     SentenceHead,
@@ -62,7 +70,7 @@ from nlu_engine.classifiers.sparse_head import (
     tempered,
     token_coverage,
 )
-from nlu_engine.contract.component import FEATURES, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, Component, IntentClassifier, param
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.threads import single_blas_thread
@@ -107,6 +115,9 @@ class IntentCombiner(IntentClassifier):
         ngram_coverage: bool = True
         #: the recorded scorers (DIET) join when they held enough examples out
         recorded_scorers: bool = True
+        #: a message the language identifier places outside the bot's languages is ranked by
+        #: the members whose encoders read its language (``language_views``)
+        language_views: bool = True
         ranking_length: int = param(10, low=0)
         renormalize_confidences: bool = False
         random_seed: int | None = 42
@@ -114,6 +125,15 @@ class IntentCombiner(IntentClassifier):
     config: Config
     #: whether the n-gram head weighs by coverage (False in a model from before it did)
     ngram_coverage_: bool = False
+    #: the languages each possible member reads, by name (``language_views.member_languages``;
+    #: None: every language), from the components before it (``link``)
+    member_languages_: dict[str, list[str] | None] = {}
+    #: the bot's own languages, and the combinations over the members other languages trust
+    own_languages_: list[str] = []
+    views_: list[View] = []
+
+    def link(self, before: Sequence[Component]) -> None:
+        self.member_languages_ = member_languages(before) if self.config.language_views else {}
 
     # --- training -------------------------------------------------------------------------
     def train(self, data: TrainingData) -> None:
@@ -125,6 +145,8 @@ class IntentCombiner(IntentClassifier):
         self.members_: list[Member] = []
         self.origins_: list[str] = []
         self.ngram_coverage_ = self.config.ngram_coverage
+        self.member_languages_ = dict(self.member_languages_)  # link's, or none
+        self.own_languages_, self.views_ = [], []
         if not examples:
             return
         index = {name: i for i, name in enumerate(self.intents_)}
@@ -151,8 +173,31 @@ class IntentCombiner(IntentClassifier):
             return
         self.origins_ = [m.name for m in self.members_ if m.kind == "head"]
         rows = np.flatnonzero(np.logical_and.reduce([held[m.name][1] for m in self.members_]))
-        notes = self._fit_weights([held[m.name][0][rows] for m in self.members_], labels[rows])
-        self._calibrate(examples, labels, assignment, held, rows, notes)
+        everyone = tuple(range(len(self.members_)))
+        weights, notes = self._fit_weights([held[m.name][0][rows] for m in self.members_],
+                                           labels[rows], everyone)
+        for member, weight in zip(self.members_, weights, strict=True):
+            member.weight = weight
+        self.calibration_ = self._calibrate(examples, labels, assignment, held, rows, notes, everyone)
+        self._fit_views(examples, labels, assignment, held, rows)
+
+    def _fit_views(self, examples: list[Message], labels: np.ndarray, assignment: np.ndarray,
+                   held: dict[str, tuple[np.ndarray, np.ndarray]], rows: np.ndarray) -> None:
+        """The combination over each set of members a language outside the bot's trusts
+        (``language_views``), fitted as the full one on the same held-out predictions."""
+        self.own_languages_ = trained_languages(self.language, examples)
+        self.views_ = []
+        names = [m.name for m in self.members_]
+        if not self.member_languages_:
+            return
+        for members in member_sets(self.member_languages_, names, self.own_languages_):
+            view = View(members, origins=[names[i] for i in members if self.members_[i].kind == "head"])
+            if members:
+                view.weights, _ = self._fit_weights(
+                    [held[names[i]][0][rows] for i in members], labels[rows], members)
+                view.calibration = self._calibrate(examples, labels, assignment, held, rows, {},
+                                                   members, view.weights, view.origins)
+            self.views_.append(view)
 
     def _head_origins(self, examples: list[Message]) -> list[str]:
         """The featurizers whose dense sentence vectors every example carries."""
@@ -210,18 +255,17 @@ class IntentCombiner(IntentClassifier):
                        "needed); combining the others", self.component_name(), ", ".join(left_out),
                        calibration.MIN_HELD_OUT)
 
-    def _fit_weights(self, held: list[np.ndarray], targets: np.ndarray) -> dict[str, Any]:
-        """The members' weights, by likelihood on their held-out predictions [H, N] each; the
-        best member alone when it is surely better than the combination (``_surely_better``).
-        Returns what the fit saw, for the calibration's notes."""
+    def _fit_weights(self, held: list[np.ndarray], targets: np.ndarray,
+                     members: tuple[int, ...]) -> tuple[list[float], dict[str, Any]]:
+        """The weights of ``members``, by likelihood on their held-out predictions [H, N] each;
+        the best member alone when it is surely better than the combination
+        (``_surely_better``). Returns them and what the fit saw, for the calibration's notes."""
         if len(targets) < 2 or len(held) == 1:
-            if len(held) > 1:
+            if len(held) > 1 and len(members) == len(self.members_):
                 logger.log(NOTICE, "%s: too few examples an intent to cross-fit its scorers (an "
                            "intent needs two); their probabilities are averaged with equal weights",
                            self.component_name())
-            for member in self.members_:
-                member.weight = 1.0 / len(self.members_) if len(held) > 1 else 1.0
-            return {}
+            return [1.0 / len(held) if len(held) > 1 else 1.0] * len(held), {}
         logs = np.stack([np.log(np.maximum(p, 1e-12)) for p in held])  # [K, H, N]
         weights = _likeliest_weights(logs, targets)
         combined = np.tensordot(weights, logs, axes=1).argmax(axis=1) == targets  # [H]
@@ -232,41 +276,38 @@ class IntentCombiner(IntentClassifier):
         if _surely_better(right[k], combined):
             weights = np.zeros(len(held))
             weights[k] = _likeliest_weights(logs[k : k + 1], targets)[0]
-        for member, weight in zip(self.members_, weights, strict=True):
-            member.weight = float(weight)
-        members = {m.name: a for m, (a, _) in zip(self.members_, alone, strict=True)}
-        return {"held_out": len(targets), "combined_accuracy": accuracy, "members_accuracy": members}
+        accuracies = {self.members_[i].name: a for i, (a, _) in zip(members, alone, strict=True)}
+        return ([float(w) for w in weights],
+                {"held_out": len(targets), "combined_accuracy": accuracy, "members_accuracy": accuracies})
 
     def _calibrate(self, examples: list[Message], labels: np.ndarray, assignment: np.ndarray,
                    held: dict[str, tuple[np.ndarray, np.ndarray]], rows: np.ndarray,
-                   notes: dict[str, Any]) -> None:
-        """The one calibration of the combined confidences, from its held-out predictions."""
+                   notes: dict[str, Any], members: tuple[int, ...],
+                   weights: list[float] | None = None,
+                   origins: list[str] | None = None) -> calibration.Calibration:
+        """The one calibration of the combined confidences of ``members`` (with ``weights``, the
+        members' own by default), from their held-out predictions; the in-scope score on the
+        sentence vectors of ``origins`` (the combiner's heads by default)."""
         if not self.config.calibration:
-            return
-        combined = self._combine([held[m.name][0][rows] for m in self.members_])
-        vectors = sentence_vectors(examples, self.origins_) if self.origins_ else None
+            return calibration.Calibration()
+        chosen = [self.members_[i] for i in members]
+        combined = _combine(chosen, [held[m.name][0][rows] for m in chosen], weights)
+        origins = self.origins_ if origins is None else origins
+        vectors = sentence_vectors(examples, origins) if origins else None
         own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
-        self.calibration_ = calibration.cross_fitted(combined, rows, labels, vectors, assignment, own)
-        self.calibration_.notes.update(notes)
-        if not self.calibration_.calibrated:
+        fitted = calibration.cross_fitted(combined, rows, labels, vectors, assignment, own)
+        fitted.notes.update(notes)
+        if not fitted.calibrated and len(members) == len(self.members_):
             logger.log(NOTICE, "%s: too few examples to hold %d out by cross-fitting; its "
                        "confidences are not calibrated", self.component_name(), calibration.MIN_HELD_OUT)
+        return fitted
 
     # --- parsing --------------------------------------------------------------------------
-    def _combine(self, probabilities: list[np.ndarray]) -> np.ndarray:
-        """``softmax(sum_m w_m log p_m)`` [B, N] of the members' probabilities [B, N] each."""
-        z = np.zeros_like(probabilities[0], dtype=np.float64)
-        for member, p in zip(self.members_, probabilities, strict=True):
-            z += member.weight * np.log(np.maximum(p, 1e-12))
-        z = z - z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        return e / e.sum(axis=1, keepdims=True)
-
-    def _member_probabilities(self, messages: list[Message],
-                              vectors_of: dict[str, np.ndarray | None]) -> list[np.ndarray]:
-        """Each member's probabilities [B, N]; ``vectors_of``: each head's input vectors."""
+    def _member_probabilities(self, messages: list[Message], vectors_of: dict[str, np.ndarray | None],
+                              members: list[Member]) -> list[np.ndarray]:
+        """Each of ``members``' probabilities [B, N]; ``vectors_of``: each head's input vectors."""
         out = []
-        for member in self.members_:
+        for member in members:
             if isinstance(member.head, SparseHead):
                 counts = sparse_rows(messages, width=len(member.head.idf))
                 if counts is None:  # messages without the features: an empty row
@@ -288,19 +329,37 @@ class IntentCombiner(IntentClassifier):
         todo = [m for m in messages if m.tokens.get(TEXT)]
         if not todo or not self.intents_:
             return
-        if not self.members_:
-            confidences = np.full((len(todo), len(self.intents_)), 1.0 / len(self.intents_))
-        else:
-            # each head's input once; side by side, the in-scope score's (None if one is missing)
-            vectors_of = {origin: sentence_vectors(todo, [origin]) for origin in self.origins_}
-            confidences = self._combine(self._member_probabilities(todo, vectors_of))
-            parts = list(vectors_of.values())
-            vectors = np.concatenate(parts, axis=1) if parts and all(v is not None for v in parts) else None
-            own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
-            confidences = self.calibration_.apply(confidences, vectors, exempt=own)
+        names = [m.name for m in self.members_]
+        groups: dict[int, list[int]] = {}  # view index (-1: the full combination) -> rows
+        for row, message in enumerate(todo):
+            view = view_of(message, self.member_languages_, names, self.own_languages_, self.views_)
+            groups.setdefault(-1 if view is None else self.views_.index(view), []).append(row)
+        confidences = np.zeros((len(todo), len(self.intents_)))
+        for k, rows in groups.items():
+            batch = [todo[r] for r in rows]
+            if k < 0:
+                everyone = View(tuple(range(len(self.members_))), [m.weight for m in self.members_],
+                                self.calibration_, self.origins_)
+                confidences[rows] = self._confidences(batch, everyone)
+            else:
+                confidences[rows] = self._confidences(batch, self.views_[k])
         for message, row in zip(todo, confidences, strict=True):
             write_intent(message, self.intents_, row, self.config.ranking_length,
                          self.config.renormalize_confidences)
+
+    def _confidences(self, messages: list[Message], view: View) -> np.ndarray:
+        """The calibrated confidences [B, N] of ``view``'s combination."""
+        if not view.members:
+            return np.full((len(messages), len(self.intents_)), 1.0 / len(self.intents_))
+        # each head's input once; side by side, the in-scope score's (None if one is missing)
+        vectors_of = {origin: sentence_vectors(messages, [origin]) for origin in view.origins}
+        members = [self.members_[i] for i in view.members]
+        confidences = _combine(members, self._member_probabilities(messages, vectors_of, members),
+                               view.weights)
+        parts = list(vectors_of.values())
+        vectors = np.concatenate(parts, axis=1) if parts and all(v is not None for v in parts) else None
+        own = self.intents_.index(self.out_of_scope_intent_) if self.out_of_scope_intent_ else None
+        return view.calibration.apply(confidences, vectors, exempt=own)
 
     # --- persistence ----------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
@@ -308,6 +367,9 @@ class IntentCombiner(IntentClassifier):
             "intents": self.intents_, "out_of_scope_intent": self.out_of_scope_intent_,
             "members": [{"kind": m.kind, "name": m.name, "weight": m.weight} for m in self.members_],
             "origins": self.origins_, "ngram_coverage": self.ngram_coverage_,
+            "member_languages": self.member_languages_, "own_languages": self.own_languages_,
+            "views": [{"members": list(v.members), "weights": v.weights, "origins": v.origins}
+                      for v in self.views_],
         }
         (directory / STATE_FILE).write_text(json.dumps(state, indent=1))
         for i, member in enumerate(self.members_):
@@ -315,6 +377,9 @@ class IntentCombiner(IntentClassifier):
                 (directory / f"head_{i}").mkdir()
                 member.head.persist(directory / f"head_{i}")
         self.calibration_.persist(directory)
+        for k, view in enumerate(self.views_):
+            (directory / f"view_{k}").mkdir()
+            view.calibration.persist(directory / f"view_{k}")
 
     @classmethod
     def load(cls, directory: Path, config: IntentCombiner.Config) -> IntentCombiner:
@@ -340,7 +405,41 @@ class IntentCombiner(IntentClassifier):
                     raise ValueError(f"{STATE_FILE}: member {i}'s head is missing (head_{i}/)")
             component.members_.append(Member(kind, str(entry["name"]), weight, head))
         component.calibration_ = calibration.Calibration.load(directory)
+        _load_views(component, state, directory)
         return component
+
+
+def _load_views(component: IntentCombiner, state: dict[str, Any], directory: Path) -> None:
+    """The language views of ``combiner.json`` (none in a model from before them, which parses
+    every message with the full combination, as it did)."""
+    languages = state.get("member_languages") or {}
+    component.member_languages_ = {str(k): None if v is None else [str(c) for c in v]
+                                   for k, v in languages.items()}
+    component.own_languages_ = [str(c) for c in state.get("own_languages", [])]
+    component.views_ = []
+    count = len(component.members_)
+    for k, entry in enumerate(state.get("views", [])):
+        members = tuple(int(i) for i in entry["members"])
+        weights = [float(w) for w in entry["weights"]]
+        if (any(not 0 <= i < count for i in members) or len(weights) != len(members)
+                or not all(np.isfinite(w) and w >= 0 for w in weights)):
+            raise ValueError(f"{STATE_FILE}: view {k} names members that are not there or weights "
+                             "that are not numbers of at least 0")
+        component.views_.append(View(members, weights, calibration.Calibration.load(
+            directory / f"view_{k}"), [str(o) for o in entry.get("origins", [])]))
+
+
+def _combine(members: Sequence[Member], probabilities: list[np.ndarray],
+             weights: Sequence[float] | None = None) -> np.ndarray:
+    """``softmax(sum_m w_m log p_m)`` [B, N] of the members' probabilities [B, N] each, with
+    ``weights`` (the members' own by default)."""
+    weights = [m.weight for m in members] if weights is None else weights
+    z = np.zeros_like(probabilities[0], dtype=np.float64)
+    for weight, p in zip(weights, probabilities, strict=True):
+        z += weight * np.log(np.maximum(p, 1e-12))
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def _spread(probabilities: np.ndarray, rows: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:

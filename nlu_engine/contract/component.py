@@ -33,6 +33,7 @@ import functools
 import types
 import typing
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
@@ -420,6 +421,11 @@ class Component:
         return (any(need in (FEATURES, SPARSE_FEATURES, DENSE_FEATURES) for need in self.requires)
                 and (not listed or origin in listed))
 
+    def link(self, before: Sequence[Component]) -> None:
+        """Take what this component needs to know of the components ``before`` it in the
+        pipeline (the languages of the encoders an intent combiner weighs). ``Pipeline.build``
+        calls it once, before training; what it learns is persisted as any learned state."""
+
     def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
         """Take ``encoder`` to fine-tune while training; False when this component cannot.
 
@@ -508,6 +514,11 @@ class IntentClassifier(Component):
     one hold-out -> fit -> calibrate -> refit sequence."""
 
     provides = (INTENT,)
+
+    def scorer_name(self) -> str:
+        """The name an intent combiner knows this classifier's recorded scores by
+        (``classifiers/scores``)."""
+        return f"{self.component_name()}_{self.index}"
 
     @dataclass(frozen=True, kw_only=True)
     class Config(Component.Config):

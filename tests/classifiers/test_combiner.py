@@ -211,3 +211,79 @@ def test_a_message_no_ngram_vocabulary_knows_is_ranked_by_the_sentence_heads(tmp
     del state["ngram_coverage"]
     (tmp_path / STATE_FILE).write_text(json.dumps(state))
     assert not IntentCombiner.load(tmp_path, combiner.config).ngram_coverage_
+
+
+def _in_language(messages: list[Message], code: str) -> list[Message]:
+    from types import SimpleNamespace
+
+    for message in messages:
+        message.language = SimpleNamespace(name=code, confidence=0.99)  # type: ignore[attr-defined]
+    return messages
+
+
+def test_a_message_in_another_language_is_ranked_by_the_members_that_read_it() -> None:
+    """An English bot with an English-only encoder ("english") beside a multilingual one
+    ("multi"): on a German message the English encoder's vector is noise. The combiner trusts
+    only the members whose encoders read German there, and stays as it was in English."""
+    noise = {"multi": 1.0, "english": 0.5}
+    train_messages = _in_language(clustered_messages(12, 6, seed=0, noise=noise), "en")
+    combiner = IntentCombiner(random_seed=0)
+    combiner.language = "en"
+    combiner.member_languages_ = {"multi": ["de", "en"], "english": ["en"]}
+    combiner.train(TrainingData(messages=train_messages))
+    assert combiner.own_languages_ == ["en"]
+    assert [v.members for v in combiner.views_] == [(), (0,)]  # no encoder reads it; multi's languages
+    weights = {m.name: m.weight for m in combiner.members_}
+    assert weights["english"] > 0 and weights["multi"] > 0
+
+    def german() -> list[Message]:  # the multilingual vector as in English, the English one noise
+        messages = clustered_messages(20, 6, seed=0, noise=noise)[::3]
+        rng = np.random.default_rng(5)
+        for m in messages:
+            m.features[1].matrix = 8 * rng.normal(size=m.features[1].matrix.shape).astype(np.float32)
+        return messages
+
+    def accuracy(messages: list[Message]) -> float:
+        combiner.process(messages)
+        return float(np.mean([m.intent == f"intent_{m.text[1:]}" for m in messages]))
+
+    unknown = accuracy(german())  # not identified: the full combination, misled by the noise
+    identified = accuracy(_in_language(german(), "de"))
+    assert identified > 0.85 and identified > unknown + 0.2
+    # English messages, identified or not, take the full combination as before
+    english = clustered_messages(20, 6, seed=0, noise=noise)[::3]
+    assert accuracy(_in_language(clustered_messages(20, 6, seed=0, noise=noise)[::3], "en")) == accuracy(english)
+    # a language no encoder reads: nothing but uniform confidences to act on
+    swahili = _in_language(german(), "sw")
+    combiner.process(swahili)
+    assert max(m.intent_confidence for m in swahili) < 0.5
+
+
+def test_language_views_persist_and_an_archive_without_them_parses_as_before(tmp_path: Path) -> None:
+    noise = {"multi": 1.0, "english": 0.5}
+    combiner = IntentCombiner(random_seed=0)
+    combiner.language = "en"
+    combiner.member_languages_ = {"multi": ["de", "en"], "english": ["en"]}
+    combiner.train(TrainingData(messages=clustered_messages(12, 6, seed=0, noise=noise)))
+    combiner.persist(tmp_path)
+    loaded = IntentCombiner.load(tmp_path, combiner.config)
+    assert [v.members for v in loaded.views_] == [v.members for v in combiner.views_]
+    first = _in_language(clustered_messages(20, 6, seed=1, noise=noise), "de")
+    second = _in_language(clustered_messages(20, 6, seed=1, noise=noise), "de")
+    combiner.process(first)
+    loaded.process(second)
+    assert [m.intent_ranking for m in first] == [m.intent_ranking for m in second]
+    # a combiner.json from before the views: every message takes the full combination
+    import json
+
+    state = json.loads((tmp_path / STATE_FILE).read_text())
+    for key in ("member_languages", "own_languages", "views"):
+        del state[key]
+    (tmp_path / STATE_FILE).write_text(json.dumps(state))
+    old = IntentCombiner.load(tmp_path, combiner.config)
+    assert old.views_ == [] and old.member_languages_ == {}
+    plain = clustered_messages(20, 6, seed=1, noise=noise)
+    german = _in_language(clustered_messages(20, 6, seed=1, noise=noise), "de")
+    old.process(plain)
+    old.process(german)
+    assert [m.intent_ranking for m in plain] == [m.intent_ranking for m in german]

@@ -50,6 +50,7 @@ class CalibratedDIET:
     # the component's own, used here
     label_of: Callable[[Message], str | None]
     component_name: Callable[[], str]
+    scorer_name: Callable[[], str]
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
     _entities: Callable[[Message, dict[str, np.ndarray]], list[dict[str, Any]]]
@@ -198,10 +199,6 @@ class CalibratedDIET:
 
     def calibration_out_of_scope(self) -> str | None:
         return self.out_of_scope_intent_
-
-    def scorer_name(self) -> str:
-        """The name a combiner knows this component's intent scores by."""
-        return f"{self.component_name()}_{self.index}"
 
     def calibrate(self, train: list[Message], held: list[Message], names: list[str],
                   seed: int | None) -> None:

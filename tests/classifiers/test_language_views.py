@@ -1,0 +1,69 @@
+"""Which of the combiner's members a message's language lets it trust: each member's languages
+from the encoders it reads (the language table), the bot's own languages, the sets of members."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from nlu_engine.classifiers.diet.component import DIETClassifier
+from nlu_engine.classifiers.language_views import (
+    OTHER,
+    View,
+    member_languages,
+    member_sets,
+    trained_languages,
+    trusted,
+    view_of,
+)
+from nlu_engine.contract.component import Component
+from nlu_engine.contract.languages import USE, encoder_languages
+from nlu_engine.contract.message import Message
+from nlu_engine.featurizers.dense.language_model import LanguageModelFeaturizer
+from nlu_engine.featurizers.dense.sentence_encoder import UniversalSentenceEncoderFeaturizer
+from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
+
+
+def placed(*components: Component) -> list[Component]:
+    for index, component in enumerate(components):
+        component.index = index
+    return list(components)
+
+
+def test_a_member_reads_what_every_encoder_it_reads_knows() -> None:
+    use, minilm = UniversalSentenceEncoderFeaturizer(), LanguageModelFeaturizer()
+    both = DIETClassifier()
+    only_use = DIETClassifier(featurizers=["UniversalSentenceEncoderFeaturizer_1"])
+    before = placed(CountVectorsFeaturizer(), use, minilm, both, only_use)
+    found = member_languages(before)
+    assert found["UniversalSentenceEncoderFeaturizer_1"] == sorted(encoder_languages(USE) or [])
+    assert found["LanguageModelFeaturizer_2"] == ["en"]
+    assert found["DIETClassifier_3"] == ["en"]  # reads MiniLM too: English only
+    assert found["DIETClassifier_4"] == found["UniversalSentenceEncoderFeaturizer_1"]
+    assert "CountVectorsFeaturizer_0" not in found  # learnt from the data: no encoder
+
+
+def test_the_bots_languages_are_its_config_and_those_found_on_enough_examples() -> None:
+    def said(code: str | None) -> Message:
+        message = Message(text="x")
+        message.language = None if code is None else SimpleNamespace(name=code)  # type: ignore[attr-defined]
+        return message
+
+    examples = [said("en")] * 280 + [said("de")] * 20 + [said("nl")] * 3 + [said("unknown")] * 5
+    assert trained_languages("en", examples) == ["de", "en"]  # 3 Dutch ones: misidentified noise
+    assert trained_languages("en-GB", []) == ["en"]
+    assert trained_languages("xx", [said(None)]) == []
+
+
+def test_each_language_outside_the_bots_trusts_the_members_that_read_it() -> None:
+    languages = {"multi": ["de", "en"], "english": ["en"], "DIET": ["en"]}
+    names = ["multi", "english", "DIET", "n-grams"]  # the n-gram head: no encoder, every language
+    assert trusted(languages, names, "de") == (0, 3)
+    assert trusted(languages, names, OTHER) == (3,)
+    assert member_sets(languages, names, ["en"]) == [(0, 3), (3,)]
+    views = [View((0, 3)), View((3,))]
+    message = Message(text="Wie wird das Wetter?")
+    assert view_of(message, languages, names, ["en"], views) is None  # not identified
+    for code, expected in (("de", views[0]), ("sw", views[1]), ("en", None), ("unknown", None)):
+        message.language = SimpleNamespace(name=code)  # type: ignore[attr-defined]
+        assert view_of(message, languages, names, ["en"], views) is expected
+    assert view_of(message, languages, names, ["en"], []) is None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nlu_engine.assembly.config import PipelineConfig
-from nlu_engine.contract.component import TOKENS, Component
+from nlu_engine.contract.component import INTENT, TOKENS, Component, IntentClassifier
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -60,6 +60,7 @@ class Pipeline:
     ) -> None:
         self.config = config
         self.components = components
+        mark_superseded_rankings(components)
         #: a component fine-tunes another's encoder (``connect_trainable_encoders``): the two
         #: train together, so neither can be reused or resumed without the other
         self.tunes_encoders = tunes_encoders
@@ -119,6 +120,23 @@ class Pipeline:
         stamps = times if times is not None else [None] * len(texts)
         messages = self.process([Message(text=t, time=s) for t, s in zip(texts, stamps, strict=True)])
         return [m.as_parse_result() for m in messages]
+
+
+def mark_superseded_rankings(components: list[Component]) -> None:
+    """Mark each intent classifier whose ranking a later one replaces before any component reads
+    it (DIET before the IntentCombiner): the last intent classifier's ranking is the message's,
+    as in Rasa, so the earlier one need not calibrate and write its own. A component that
+    requires the intent (FallbackClassifier, which reads the confidence) is a reader."""
+    for i, component in enumerate(components):
+        if not isinstance(component, IntentClassifier):
+            continue
+        component.ranking_superseded = False
+        for later in components[i + 1:]:
+            if INTENT in later.requires:
+                break
+            if INTENT in later.provides:
+                component.ranking_superseded = True
+                break
 
 
 def connect_trainable_encoders(components: list[Component], where: str) -> int:

@@ -515,6 +515,10 @@ class IntentClassifier(Component):
 
     provides = (INTENT,)
 
+    #: set by the pipeline: a later intent classifier replaces this one's ranking before
+    #: anything reads it (``assembly.pipeline.superseded_rankings``), so it need not make one
+    ranking_superseded: bool = False
+
     def scorer_name(self) -> str:
         """The name an intent combiner knows this classifier's recorded scores by
         (``classifiers/scores``)."""

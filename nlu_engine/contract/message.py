@@ -2,7 +2,8 @@
 
 A training example and a message to parse are both a ``Message``. Gold annotations live in
 ``intent`` and ``entities``; a parse starts from a Message with only ``text`` and the components
-fill ``intent``, ``intent_confidence``, ``intent_ranking`` and ``entities``.
+fill ``intent``, ``intent_confidence``, ``intent_ranking`` and ``entities`` (and ``language``,
+when the pipeline has a language identifier).
 
 Entities are plain dicts in Rasa's JSON form: ``entity``, ``start``, ``end``, ``value`` and
 optionally ``role``, ``group``, ``confidence_entity``, ``extractor``, ``processors``.
@@ -67,6 +68,24 @@ class Features:
         return scipy.sparse.issparse(self.matrix)
 
 
+@dataclass(frozen=True)
+class IdentifiedLanguage:
+    """The language a message is written in, as a language identifier found it
+    (``nlu_engine.featurizers.language_identifier``): ``name`` an ISO 639-1 code of
+    ``contract.languages.LANGUAGES``, or ``"unknown"`` (no letters, or below the identifier's
+    threshold); ``confidence`` from 0 to 1."""
+
+    name: str
+    confidence: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "confidence": float(self.confidence)}
+
+
+#: ``IdentifiedLanguage.name`` when the language could not be told
+UNKNOWN_LANGUAGE = "unknown"
+
+
 @dataclass
 class Message:
     """One training example or one message to parse."""
@@ -89,6 +108,9 @@ class Message:
     # When the message was sent, in seconds since the epoch (Rasa's ``time``): Duckling's
     # reference time for "tomorrow"; None means now.
     time: float | None = None
+    # The language the message is written in, when a language identifier ran (None otherwise);
+    # the parse result shows it as ``language``.
+    language: IdentifiedLanguage | None = None
 
     def get(self, attribute: str) -> str | None:
         """The string value of an attribute: the text, or the intent name."""
@@ -178,6 +200,8 @@ class Message:
             result["intent"]["full_retrieval_intent_name"] = full_name
         if self.response_selector is not None:
             result["response_selector"] = self.response_selector
+        if self.language is not None:
+            result["language"] = self.language.as_dict()
         _refuse_non_finite(result)
         return result
 
@@ -197,6 +221,8 @@ def _refuse_non_finite(result: dict[str, Any]) -> None:
 def _confidences(result: dict[str, Any]) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     """(where, value) of every confidence of a parse result."""
     yield ("intent", "confidence"), result["intent"]["confidence"]
+    if "language" in result:
+        yield ("language", "confidence"), result["language"]["confidence"]
     for i, ranked in enumerate(result["intent_ranking"]):
         yield ("intent_ranking", i, "confidence"), ranked.get("confidence")
     for i, entity in enumerate(result["entities"]):

@@ -364,6 +364,11 @@ def _result_schemas() -> dict[str, Any]:
                                       "minItems": 2, "maxItems": 2}},
             "intent_ranking": {"type": "array", "items": {"$ref": "#/components/schemas/Intent"}},
             "response_selector": {"type": "object"},
+            "language": {"type": "object", "required": ["name", "confidence"],
+                         "description": "The message's language, when the pipeline has a "
+                                        "LanguageIdentifier: an ISO 639-1 code, or 'unknown'",
+                         "properties": {"name": {"type": "string"},
+                                        "confidence": {"type": "number"}}},
         },
     },
     "Error": {

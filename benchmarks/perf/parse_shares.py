@@ -1,6 +1,7 @@
 """Where a parse's time goes: each pipeline component's share of one message, and of a batch.
 
     .venv/bin/python -m benchmarks.perf.parse_shares -m MODEL.tar.gz --data TEST.md [--runs 3]
+        [--runtime float32|int8|int8_dynamic|bfloat16]
 
 Loads a kept archive and parses the first 300 test messages one at a time, as
 ``benchmarks.perf.parse_latency`` does, timing each component's ``process`` on its own; then the
@@ -105,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-m", "--model", required=True, help="a model archive")
     parser.add_argument("--data", required=True, help="test data whose texts are parsed")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runtime", default=None,
+                        help="float32, int8, int8_dynamic or bfloat16 (default: the archive's)")
     args = parser.parse_args(argv)
-    model = Model.load(args.model)
+    model = Model.load(args.model, runtime=args.runtime)
     texts = [m.text for m in load_data(args.data).messages]
     model.parse_batch(texts[:64])  # warm-up: first-call costs are not parse latency
     print(f"CPU: {cpu_model()}")

@@ -2,7 +2,7 @@
 a model parses with (the language model, the sentence encoder, DIET), one message and a batch.
 
     .venv/bin/python -m benchmarks.perf.onnx_profile -m MODEL.tar.gz --data TEST.md
-        [--messages 200] [--batch 256] [--top 6] [--flush-mb 0] [--keep DIR]
+        [--messages 200] [--batch 256] [--top 6] [--flush-mb 0] [--keep DIR] [--runtime NAME]
 
 Every ONNX Runtime session the model opens is opened with the profiler on (``enable_profiling``:
 one JSON trace a session, written when the session ends its profiling). After a warm-up, four
@@ -215,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=6, help="op types listed per graph")
     parser.add_argument("--flush-mb", type=int, default=0, help="MB read between two runs alone")
     parser.add_argument("--keep", help="a folder to keep the traces in (default: deleted)")
+    parser.add_argument("--runtime", default=None,
+                        help="float32, int8, int8_dynamic or bfloat16 (default: the archive's)")
     args = parser.parse_args(argv)
     texts = [m.text for m in load_data(args.data).messages]
     with tempfile.TemporaryDirectory(prefix="onnx-profile-") as scratch:
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         folder.mkdir(parents=True, exist_ok=True)
         with profiled_sessions(folder) as sessions:
             before_load = set(thread_cpu())
-            model = Model.load(args.model)
+            model = Model.load(args.model, runtime=args.runtime)
             timed("warm-up", lambda: [model.parse(t) for t in texts[:20]] + model.parse_batch(texts[:64]),
                   before_load)
             _state["keep"] = True
@@ -240,9 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     order = ["pipeline, one message", "alone, one message", "pipeline, batch", "alone, batch"]
     phases = {phase: {graph: summary(found[phase]) for graph, found in traces.items() if found.get(phase)}
               for phase in order}
-    print(f"CPU: {cpu_model()}; model {args.model}; {args.messages} messages one at a time, a batch of "
-          f"{min(args.batch, len(texts))}; --flush-mb {args.flush_mb}; load {os.getloadavg()[0]:.1f}")
     size = min(args.batch, len(texts))
+    print(f"CPU: {cpu_model()}; model {args.model} ({model.runtime}); {args.messages} messages one at a "
+          f"time, a batch of {size}; --flush-mb {args.flush_mb}; load {os.getloadavg()[0]:.1f}")
     for name, spent, count in (("one message", one, args.messages), ("batch", batch, size)):
         print(f"whole parse, {name}: {1000 * spent['wall'] / count:.3f} ms wall, "
               f"{1000 * spent['cpu'] / count:.3f} ms CPU a message (profiler on); of the CPU: calling "

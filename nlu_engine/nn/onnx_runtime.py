@@ -14,8 +14,9 @@ The runtime is a property of the model, one of ``RUNTIMES``:
   (``bert_onnx``, ``onnx_builder``), fast on CPUs with int8 dot products (``nn.cpu``); DIET's
   graph stays float32;
 * ``int8_dynamic``: the same products in int8 with a scale per output column and one scale per
-  call for the input (``DynamicQuantizeMatMul``, ``bert_onnx``): twice the float32 graph's speed
-  on such CPUs, coarser than ``int8`` yet within the default pipeline's scores; DIET float32;
+  call for the input (``DynamicQuantizeMatMul``, ``bert_onnx``): 1.5 to 2 times the float32
+  graph's speed on such CPUs, coarser than ``int8`` yet within the default pipeline's scores;
+  DIET stays float32;
 * ``bfloat16``: the encoder's matrix products on bfloat16-rounded inputs and kernels, as
   ``precision: bfloat16`` trained it; DIET stays float32.
 

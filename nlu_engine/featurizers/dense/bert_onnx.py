@@ -31,7 +31,7 @@ Runtime's fused transformer operators (no export, no download)::
   int8 GEMM; ``W_i`` reads the first LayerNorm's normalised values (gamma folded into its kernel,
   beta into its bias: ``GraphBuilder.normalised_matmul``), which keeps its input's large channels
   from taking up the one scale. Each message runs alone (``OnnxEncoder.__call__``). The graph
-  runs about twice as fast as float32's on a CPU with
+  runs 1.5 to 2 times as fast as float32's on a CPU with
   int8 dot products, its states about 10 % off float32's (block int8: 2 %), yet the default
   pipeline's scores hold (BENCHMARKS.md, "One parse, to the kernel").
 

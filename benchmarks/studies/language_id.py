@@ -23,7 +23,8 @@ Then the component built on the chosen package, ``LanguageIdentifier``, as a bot
 sees it: trained (it learns the share of each language in the training messages) on that
 language's xSID ``valid.md`` (the English bot on SNIPS's ``train.md``), it identifies every
 language's test messages, with the bot's languages weighed ``main_language_prior`` times (one row
-per ``--priors`` value; the default, 5, was chosen on ``valid.md``, not on these messages).
+per ``--priors`` value; the default, 5, was chosen on ``valid.md`` (``--split valid``), not on
+the test messages).
 "right" counts ``unknown`` as wrong; "others called the bot's" is the share of the other six
 languages' messages given the bot's language.
 
@@ -160,14 +161,15 @@ def child(name: str, texts_file: Path, runs: int) -> dict[str, Any]:
 
 
 # --- the messages and the scores (in the parent) --------------------------------------------------
-def message_sets() -> dict[str, dict[str, list[str]]]:
-    """``{"full": {language: texts}, "1w": ..., "2w": ..., "3w": ...}``."""
+def message_sets(split: str = "test") -> dict[str, dict[str, list[str]]]:
+    """``{"full": {language: texts}, "1w": ..., "2w": ..., "3w": ...}`` of xSID's ``split``
+    (English: always ``valid.md``)."""
     import logging
 
     from nlu_engine.training_data import load_data
 
     logging.getLogger("nlu_engine").setLevel(logging.ERROR)  # the notice of dropped repeats
-    full = {language: [m.text for m in load_data(XSID / path).messages]
+    full = {language: [m.text for m in load_data(XSID / path.replace("test", split)).messages]
             for language, path in FILES.items()}
     sets = {"full": full}
     for words in SHORT:
@@ -298,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--priors", type=float, nargs="*", default=[1, 3, 5, 10],
                         help="the component's main_language_prior, one row each (none: skip it)")
     parser.add_argument("--threshold", type=float, default=0.2, help="the component's threshold")
+    parser.add_argument("--split", choices=("test", "valid"), default="test",
+                        help="xSID's messages to identify (valid: where the prior was chosen; "
+                             "they are also the bots' training data)")
     parser.add_argument("--out", type=Path, default=RESULTS / "language_id.json")
     parser.add_argument("--child", choices=CANDIDATES, help=argparse.SUPPRESS)
     parser.add_argument("--texts", type=Path, help=argparse.SUPPRESS)
@@ -307,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from nlu_engine.evaluation.benchmarking import cpu_model
 
-    sets = message_sets()
+    sets = message_sets(args.split)
     counts = {language: len(texts) for language, texts in sets["full"].items()}
     results = []
     with tempfile.TemporaryDirectory(prefix="language-id-") as tmp:
@@ -333,9 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for result in results:
         result.pop("answers", None)
-    result = {"machine": machine, "messages": counts, "runs": args.runs, "results": results,
-              "component": component}
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    record = {"machine": machine, "split": args.split, "messages": counts, "runs": args.runs,
+              "results": results, "component": component}
+    args.out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"\nwritten to {args.out}")
     return 0
 

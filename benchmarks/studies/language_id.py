@@ -227,6 +227,7 @@ def component_row(sets: dict[str, dict[str, list[str]]], prior: float, threshold
                        for language, texts in by.items()} for kind, by in sets.items()}
         own[bot] = {kind: accuracy(said[kind][bot], bot) for kind in sets}
         own[bot]["unknown"] = accuracy(said["full"][bot], "unknown")
+        own[bot]["unknown_1w"] = accuracy(said["1w"][bot], "unknown")
         others[bot] = [accuracy(found, bot) for language, found in said["full"].items()
                        if language != bot]
         if bot == "en":
@@ -244,7 +245,7 @@ def component_row(sets: dict[str, dict[str, list[str]]], prior: float, threshold
 
 def component_table(rows: list[dict[str, Any]]) -> str:
     languages = list(FILES)
-    head = ["prior, threshold", *languages, "min", "unknown (mean)",
+    head = ["prior, threshold", *languages, "min", "unknown (mean: full / 1 word)",
             *(f"{w} word{'s' * (w > 1)}" for w in SHORT), "others called the bot's (mean / max)",
             "en bot: others called en", "µs / message (wall / CPU)"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -253,7 +254,8 @@ def component_table(rows: list[dict[str, Any]]) -> str:
         cells = [f"{row['prior']:g}, {row['threshold']:g}",
                  *(percent(own[lang]["full"]) for lang in languages),
                  percent(min(own[lang]["full"] for lang in languages)),
-                 percent(statistics.mean(own[lang]["unknown"] for lang in languages)),
+                 f"{percent(statistics.mean(own[lang]['unknown'] for lang in languages))} / "
+                 f"{percent(statistics.mean(own[lang]['unknown_1w'] for lang in languages))}",
                  *(percent(statistics.mean(own[lang][f"{w}w"] for lang in languages))
                    for w in SHORT),
                  f"{percent(statistics.mean(v for vs in others.values() for v in vs))} / "

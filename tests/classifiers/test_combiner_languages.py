@@ -81,9 +81,10 @@ def test_a_german_request_is_ranked_without_the_english_only_members(model: Mode
     messages = model.pipeline.process([Message(text=text) for _, text in GERMAN + ENGLISH])
     views = [view_of(m, combiner.member_languages_, names, combiner.own_languages_, combiner.views_)
              for m in messages]
-    for view in views[:len(GERMAN)]:  # German: the multilingual encoder's head and the n-grams
+    for view in views[:len(GERMAN)]:  # German: the multilingual encoder's head alone
         assert view is not None
-        assert [names[i] for i in view.members] == [n for n in names if not n.startswith("LanguageModel")]
+        assert [names[i] for i in view.members] == [
+            n for n in names if n.startswith("UniversalSentenceEncoder")]
     assert views[len(GERMAN):] == [None] * len(ENGLISH)  # English: the full combination
 
 

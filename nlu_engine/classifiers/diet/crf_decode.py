@@ -14,8 +14,9 @@ One Viterbi and one forward-backward, each a recursion over time on the whole ba
 major ([n, B, K], n the longest length). One message, the common parse, is a batch of one: for
 a short message each NumPy call costs more than its arithmetic, so a step is a few calls on
 index arrays, slices and buffers arranged once (``_Transitions``, per decoder) or once per
-decode, none of them about padding. A sequence runs on past its end on neutral unaries (one
-tag, the others forbidden) and only its own positions are read back. A forbidden transition
+decode. Padding costs the Viterbi no call: a sequence runs on past its end on neutral unaries
+(one tag, the others forbidden) and only its own positions are read back; the backward
+recursion of a ragged batch resets beta to 1 at each sequence's end. A forbidden transition
 adds -1e4, which no allowed path loses to (an allowed path always exists: all O), and
 exp(-1e4) is 0 in float64: leaving them out gives the same tags and marginals as the full
 products.
@@ -24,14 +25,14 @@ products.
   recomputes the one argmax it needs, y_{t-1} = argmax_i(delta[t-1, i] + W[i, y_t]). A step
   visits only the transitions the constraints allow: under BILOU a tag after O, L-x or U-x is
   O, B-y or U-y (a dense block of about a quarter of K x K), and I-x or L-x follow only B-x or
-  I-x (two each, gathered). Of the block it visits only the rows that can reach a max: one of
-  79 for most steps of a trained SNIPS model (``_Transitions._max_dense``), the same float32
-  maxima.
+  I-x (two each, gathered). Of the block it visits only the rows that can reach a max, which
+  gives the same float32 maxima (``_Transitions._max_dense``): a trained model's peaked tags
+  mostly leave one row of SNIPS's 79.
 - Marginals by forward-backward in probability space: p(y_t = k) is alpha[t, k] beta[t, k]
   normalised over k, whatever the scales. Transition weights are exp(W - max W) and unaries
   exp(logits - max_k logits), so a step's weights are at most 1. A step is one [B, K] x [K, K]
-  product per direction (a forbidden weight is 0: the same sums); the dense block and the
-  gather would cost more below 16 rows and at 256, and save a sixth at 32 to 64. The
+  product per direction (a forbidden weight is 0: the same sums): the dense block and the
+  gather instead cost more below 16 rows and at 256, and save a sixth at 32 to 64. The
   recursions run unscaled, and the sequences whose alpha or beta left [1e-150, 1e150] (long
   messages, logits spread over hundreds of nats; a short message is far from float64's
   limits) run again with each step rescaled to sum 1. Only logits spread over more than ~700

@@ -13,9 +13,10 @@ has ``--length`` tokens; a batch's lengths are drawn from half to one and a half
 padded to its longest.
 
 Each repeat decodes 256 messages' worth of batches (fresh logits each batch), inside
-``single_blas_thread`` as a parse does, and records the mean time a decode; the table gives
-the median over ``--repeats``. ``--against`` names another version's ``crf_decode.py`` (e.g.
-``git show main:nlu_engine/classifiers/diet/crf_decode.py > /tmp/old.py``), loaded beside this
+``single_blas_thread`` as a parse does; the table gives the median milliseconds of a decode
+over all repeats (a median, not a mean: a shared machine's bursts of load then count less).
+``--against`` names another version's ``crf_decode.py`` (e.g. ``git show
+main:nlu_engine/classifiers/diet/crf_decode.py > /tmp/old.py``), loaded beside this
 checkout's: each batch is decoded by both in turn (A B, then B A in the next repeat), so that
 both meet the same load on a shared machine; the two must give the same tags, and
 confidences within 1e-6.
@@ -82,18 +83,16 @@ def batches(args: argparse.Namespace, rows: int, rng: np.random.Generator) -> li
 
 
 def time_decodes(decoders: dict[str, object], work: list[tuple], marginals: bool,
-                 turn: int) -> dict[str, float]:
-    """Mean milliseconds of one decode over the batches of ``work``, per decoder; each batch
-    is decoded by every decoder in turn (the first one changes with ``turn``)."""
+                 turn: int, times: dict[str, list[float]]) -> None:
+    """Each batch of ``work`` decoded by every decoder in turn (the first one changes with
+    ``turn``), each decode's milliseconds appended to ``times[name]``."""
     names = list(decoders)
     names = names[turn % len(names):] + names[:turn % len(names)]
-    total = dict.fromkeys(names, 0.0)
     for logits, lengths in work:
         for name in names:
             start = time.perf_counter()
             decoders[name].decode(logits, lengths, marginals)  # type: ignore[attr-defined]
-            total[name] += time.perf_counter() - start
-    return {name: seconds * 1000 / len(work) for name, seconds in total.items()}
+            times[name].append((time.perf_counter() - start) * 1000)
 
 
 def measure(args: argparse.Namespace, versions: dict[str, ModuleType]) -> dict[tuple, dict]:
@@ -112,9 +111,11 @@ def measure(args: argparse.Namespace, versions: dict[str, ModuleType]) -> dict[t
             if any(not np.array_equal(tags, t) or np.abs(confidences - c).max() > 1e-6 for t, c in others):
                 raise SystemExit(f"the versions decode {rows} rows differently")
         for marginals in (False, True):
-            time_decodes(decoders, work[:2], marginals, 0)  # warm
-            runs = [time_decodes(decoders, work, marginals, turn) for turn in range(args.repeats)]
-            results[rows, marginals] = {name: statistics.median(r[name] for r in runs) for name in decoders}
+            times: dict[str, list[float]] = {name: [] for name in decoders}
+            time_decodes(decoders, work[:2], marginals, 0, {name: [] for name in decoders})  # warm
+            for turn in range(args.repeats):
+                time_decodes(decoders, work, marginals, turn, times)
+            results[rows, marginals] = {name: statistics.median(t) for name, t in times.items()}
     return results
 
 
@@ -147,8 +148,7 @@ def main() -> None:
     with single_blas_thread():
         results = measure(args, versions)
     print(f"CPU: {cpu_model()}; K = {1 + 4 * args.types} tags (BILOU), {args.logits} logits, "
-          f"length {args.length}; median of {args.repeats} repeats, each the mean over "
-          f"{_MESSAGES} messages")
+          f"length {args.length}; the median decode of {args.repeats} repeats of {_MESSAGES} messages")
     names = list(versions)
     ratio = " | ratio" if len(names) == 2 else ""
     print(f"| rows | marginals | {' | '.join(f'{n} (ms)' for n in names)}{ratio} |")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.component import Component, DenseFeaturizer, Featurizer, IntentClassifier
-from nlu_engine.contract.languages import ANY, LANGUAGES, base_language
+from nlu_engine.contract.languages import ANY, LANGUAGES, base_language, close_languages
 from nlu_engine.contract.message import Message
 
 #: a language identified on at least this many training examples (and this share of them) is
@@ -39,6 +39,10 @@ MIN_TRAINED_EXAMPLES = 10
 MIN_TRAINED_SHARE = 0.03
 #: a language code no encoder names (every language the table's encoders leave out)
 OTHER = "other"
+#: the identifier's confidence that sends a message no member reads to the fallback; below it
+#: the whole combination ranks it (the bot's own messages the identifier took for a language
+#: no encoder reads were guesses below 0.8 on xSID)
+SURE_TO_LEAVE_NOTHING = 0.9
 
 
 @dataclass
@@ -120,9 +124,15 @@ def member_sets(languages: dict[str, list[str] | None], names: Sequence[str],
 def view_of(message: Message, languages: dict[str, list[str] | None], names: Sequence[str],
             own: Sequence[str], views: Sequence[View]) -> View | None:
     """The view a message takes: None (the full combination) when its language is unknown, one
-    of the bot's or read by every member; else the view of its language's trusted members."""
+    of the bot's or close to one (``contract.languages.CLOSE``: an Indonesian request the
+    identifier takes for Malay) or read by every member; else the view of its language's trusted
+    members, and a view of none (the fallback) only when the identifier is sure
+    (``SURE_TO_LEAVE_NOTHING``): an unsure guess at a language no member reads is more often one
+    of the bot's own messages than a foreign one."""
     code = identified(message)
-    if code is None or code in own or not views:
+    if code is None or not views or any(code in close_languages(o) for o in own):
         return None
     members = trusted(languages, names, code if code in LANGUAGES else OTHER)
+    if not members and float(getattr(message.language, "confidence", 1.0)) < SURE_TO_LEAVE_NOTHING:
+        return None
     return next((view for view in views if view.members == members), None)

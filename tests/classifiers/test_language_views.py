@@ -73,3 +73,16 @@ def test_each_language_outside_the_bots_trusts_the_members_that_read_it() -> Non
         message.language = SimpleNamespace(name=code)  # type: ignore[attr-defined]
         assert view_of(message, languages, names, ["en"], views) is expected
     assert view_of(message, languages, names, ["en"], []) is None
+
+
+def test_a_close_language_counts_as_the_bots_and_only_a_sure_guess_leaves_no_member() -> None:
+    languages = {"multi": ["de", "en", "it"]}
+    names, views = ["multi", "n-grams"], [View(()), View((0,))]
+    message = Message(text="Tolong setel alarm jam tujuh pagi")
+    message.language = SimpleNamespace(name="ms", confidence=0.97)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["id"], views) is None  # Malay: an Indonesian bot's own
+    assert view_of(message, languages, names, ["en"], views) is views[0]  # no member reads it
+    message.language = SimpleNamespace(name="ms", confidence=0.6)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["en"], views) is None  # unsure: the whole combination
+    message.language = SimpleNamespace(name="it", confidence=0.6)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["en"], views) is views[1]  # read by a member: its view

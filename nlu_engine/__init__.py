@@ -45,7 +45,7 @@ def load(path: str, allow_components: list[str] | None = None, runtime: str | No
 
     A model is data: loading imports registered components only, plus the custom component
     classes named in ``allow_components`` (``["my_package.module.MyComponent"]``) if you trust them.
-    ``runtime`` (float32, int8 or bfloat16) overrides the parse runtime the archive records.
+    ``runtime`` (float32, int8, int8_dynamic or bfloat16) overrides the parse runtime the archive records.
     """
     from nlu_engine.assembly.model import Model
 

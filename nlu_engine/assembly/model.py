@@ -261,7 +261,7 @@ class Model:
 
     @property
     def runtime(self) -> str:
-        """The runtime the model parses in (``nn.onnx_runtime``): float32, int8 or bfloat16."""
+        """The runtime the model parses in (``nn.onnx_runtime``): float32, int8, int8_dynamic or bfloat16."""
         return self.pipeline.runtime
 
     @classmethod

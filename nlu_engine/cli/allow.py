@@ -14,7 +14,8 @@ def add_runtime_argument(parser: Any) -> None:
     """Add ``--runtime NAME``: the parse runtime, overriding the one the model records."""
     parser.add_argument(
         "--runtime", default=None, metavar="NAME",
-        help="parse runtime: float32, int8 or bfloat16 (default: the one the model was trained for)",
+        help="parse runtime: float32, int8, int8_dynamic or bfloat16 (default: the one the model was "
+             "trained for)",
     )
 
 

@@ -115,7 +115,8 @@ def test_an_unknown_runtime_is_one_line_naming_the_valid_ones(project, capsys):
     for command in (["test", "--data", "test.yml"], ["parse", "hello"]):
         assert main([*command, "--runtime", "int4", "--allow-component", "word_extractor.WordExtractor"]) != 0
         err = capsys.readouterr().err.strip()
-        assert err.endswith("--runtime 'int4' is not a runtime: use one of float32, int8, bfloat16")
+        assert err.endswith("--runtime 'int4' is not a runtime: use one of float32, int8, int8_dynamic, "
+                            "bfloat16")
         assert "\n" not in err and "Traceback" not in err
 
 

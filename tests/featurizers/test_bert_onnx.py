@@ -1,5 +1,6 @@
 """The encoder's parse graph (``bert_onnx``) against TensorFlow, in each runtime (float32,
-bfloat16, int8) and activation; the runtime a model records, and what loading one does with it."""
+bfloat16, int8, int8_dynamic) and activation; the runtime a model records, and what loading one
+does with it."""
 
 from __future__ import annotations
 
@@ -106,7 +107,39 @@ def test_int8_quantises_the_dense_products_and_keeps_attention_float32(bert_dir:
     assert "MatMul" not in ops.values()
 
 
-def test_real_weights_in_int8_keep_the_features() -> None:
+def test_int8_dynamic_states_stay_close_and_a_row_is_the_row_alone(bert_dir: Path) -> None:
+    encoder = BertEncoder.from_directory(bert_dir)
+    compressed = parse_encoder(encoder, "int8_dynamic")
+    ids, mask = batch(ROWS)
+    expected, got = tensorflow_bert(encoder, ids, mask), compressed(ids, mask)
+    assert got.shape == expected.shape and got.dtype == np.float32
+    real = mask.astype(bool)
+    got_real, expected_real = got[real], expected[real]
+    cosine = (got_real * expected_real).sum(-1) / np.linalg.norm(got_real, axis=-1) / np.linalg.norm(
+        expected_real, axis=-1)
+    assert cosine.min() > 0.99
+    assert np.abs(got_real - expected_real).max() > 1e-5  # the products were quantised
+    assert not got[~real].any()  # the padding's states are zeros
+    # the input's one scale a call is each message's own: its batch and its padding change nothing
+    for row, length in ((0, 7), (1, 5)):
+        alone = compressed(ids[row : row + 1, :length], mask[row : row + 1, :length])[0]
+        np.testing.assert_array_equal(alone, got[row, :length])
+
+
+def test_int8_dynamic_quantises_the_dense_products_and_reads_w_i_normalised(bert_dir: Path) -> None:
+    compressed = parse_encoder(BertEncoder.from_directory(bert_dir), "int8_dynamic")
+    nodes = {node.name: node for node in compressed.graph.graph.node}
+    for layer in ("l0_", "l1_"):
+        assert [nodes[layer + p].op_type for p in ("o", "i", "out")] == ["DynamicQuantizeMatMul"] * 3
+        assert nodes[layer + "i"].input[0] == layer + "i_normalised"  # (x1 - beta) / gamma
+        assert nodes[layer + "i_normalised"].input[0] == layer + "i_centred"
+        assert nodes[layer + "i_centred"].input[0] == layer + "x1"
+        assert nodes[layer + "attention"].op_type == "Attention"
+    assert "MatMul" not in {node.op_type for node in nodes.values()}
+
+
+@pytest.mark.parametrize("int8", ["int8", "int8_dynamic"])
+def test_real_weights_in_int8_keep_the_features(int8: str) -> None:
     try:
         folder = resolve_weights(None)
     except ConfigError:
@@ -115,7 +148,7 @@ def test_real_weights_in_int8_keep_the_features() -> None:
                                  "play the song don t stop me now by queen on spotify")]
     float32 = LanguageModelFeaturizer(model_weights=str(folder))
     compressed = LanguageModelFeaturizer(model_weights=str(folder))
-    compressed.use_runtime("int8")
+    compressed.use_runtime(int8)
     for (sequence, sentence), (expected, _) in zip(compressed.featurize(words), float32.featurize(words),
                                                    strict=True):
         norms = np.linalg.norm(sequence, axis=-1) * np.linalg.norm(expected, axis=-1)
@@ -222,6 +255,7 @@ def test_an_unknown_runtime_is_one_line_naming_the_valid_ones(bert_dir: Path, tm
 
     with pytest.raises(ConfigError) as raised:
         Model.load(tmp_path / "nothing.tar.gz", runtime="fp8")
-    assert str(raised.value) == "--runtime 'fp8' is not a runtime: use one of float32, int8, bfloat16"
+    assert str(raised.value) == ("--runtime 'fp8' is not a runtime: use one of float32, int8, int8_dynamic, "
+                                 "bfloat16")
     with pytest.raises(ConfigError, match="runtime 'int4' is not a runtime: use one of float32, int8"):
         load_config(_config(bert_dir, runtime="int4"))

@@ -1,5 +1,6 @@
 """The one graph builder (``nn.onnx_builder``): its layers compute what they say, its bfloat16
-products round as TensorFlow's bfloat16 layers do, and its int8 products stay close to float32."""
+products round as TensorFlow's bfloat16 layers do, and its int8 products (block and dynamic) stay
+close to float32."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from nlu_engine.nn.onnx_builder import (
     GraphBuilder,
     bfloat16_rounded,
     int8_blocks,
+    int8_columns,
 )
 from nlu_engine.nn.onnx_runtime import session
 
@@ -89,6 +91,58 @@ def test_int8_products_stay_within_a_percent_of_float32() -> None:
     assert 1e-6 < relative < 0.01  # quantised, and close
     # each row is quantised on its own: a row alone gives what it gives in the batch
     np.testing.assert_allclose(run(g, x=inputs[1:2, 2:3]), got[1:2, 2:3], atol=1e-5)
+
+
+def test_int8_columns_keep_each_weight_within_half_a_step_of_its_columns_scale() -> None:
+    kernel = np.random.default_rng(5).normal(size=(40, 6)).astype(np.float32)
+    kernel[:, 3] = 0.0  # an all-zero column keeps a usable scale
+    codes, scales = int8_columns(kernel)
+    assert codes.shape == (40, 6) and codes.dtype == np.int8 and scales.shape == (6,)
+    assert np.all(np.abs(codes.astype(np.float32) * scales - kernel) <= scales / 2 + 1e-7)
+    assert np.abs(codes).max() == 127 and scales[3] == 1.0 and not codes[:, 3].any()
+
+
+def _dynamic(build: str, kernel: np.ndarray, **norm: np.ndarray) -> GraphBuilder:
+    g = GraphBuilder("test", matmul_dtype=build)  # type: ignore[arg-type]
+    x = g.input("x", FLOAT, ["b", "t", kernel.shape[0]])
+    product = g.normalised_matmul(x, "w", kernel, norm["gamma"], norm["beta"], "p") if norm else \
+        g.matmul(x, "w", kernel, "p")
+    g.output(product, "y", FLOAT, ["b", "t", kernel.shape[1]])
+    return g
+
+
+def test_dynamic_int8_products_stay_within_a_few_percent_of_float32() -> None:
+    rng = np.random.default_rng(6)
+    kernel = rng.normal(size=(96, 24)).astype(np.float32)
+    inputs = rng.normal(size=(3, 7, 96)).astype(np.float32)
+    g = _dynamic("int8_dynamic", kernel)
+    assert [n.op_type for n in g.nodes] == ["DynamicQuantizeMatMul", "Identity"]
+    got, exact = run(g, x=inputs), inputs @ kernel
+    relative = np.abs(got - exact).max() / np.abs(exact).max()
+    assert 1e-5 < relative < 0.03  # quantised, and close
+
+
+def test_a_layer_norms_output_is_read_normalised_under_dynamic_int8_only() -> None:
+    rng = np.random.default_rng(7)
+    kernel = rng.normal(size=(64, 16)).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, 64).astype(np.float32)
+    beta = rng.normal(0, 0.1, 64).astype(np.float32)
+    gamma[5], beta[9] = 30.0, -20.0  # two large channels, as a trained LayerNorm has,
+    kernel[[5, 9]] *= 0.05  # which the next product reads with small weights
+    inputs = (rng.normal(size=(2, 5, 64)) * gamma + beta).astype(np.float32)
+    exact = inputs @ kernel
+    for build in ("float32", "bfloat16", "int8"):  # the plain product, node for node
+        normalised = _dynamic(build, kernel, gamma=gamma, beta=beta)
+        plain = _dynamic(build, kernel)
+        assert normalised.model().SerializeToString() == plain.model().SerializeToString()
+    g = _dynamic("int8_dynamic", kernel, gamma=gamma, beta=beta)
+    assert [n.op_type for n in g.nodes] == ["Sub", "Mul", "DynamicQuantizeMatMul", "Identity"]
+    error = np.linalg.norm(run(g, x=inputs) - exact) / np.linalg.norm(exact)
+    plain = np.linalg.norm(run(_dynamic("int8_dynamic", kernel), x=inputs) - exact) / np.linalg.norm(exact)
+    assert error < 0.02 and error < plain / 3  # the large channels no longer set the input's scale
+    gamma[3] = 0.0  # a zero gamma cannot be divided by: the plain product
+    assert [n.op_type for n in _dynamic("int8_dynamic", kernel, gamma=gamma, beta=beta).nodes] == [
+        "DynamicQuantizeMatMul", "Identity"]
 
 
 def test_embedding_bag_is_the_sparse_product_plus_bias() -> None:

@@ -26,21 +26,24 @@ VNNI = Cpu(frozenset({"avx2", "avx512f", "avx512_vnni"}))
 
 
 def test_a_runtime_name_is_checked_in_one_line() -> None:
-    assert [check_runtime(name) for name in RUNTIMES] == ["float32", "int8", "bfloat16"]
+    assert [check_runtime(name) for name in RUNTIMES] == ["float32", "int8", "int8_dynamic", "bfloat16"]
     with pytest.raises(ConfigError) as raised:
         check_runtime("fp16", "--runtime")
-    assert str(raised.value) == "--runtime 'fp16' is not a runtime: use one of float32, int8, bfloat16"
+    assert str(raised.value) == ("--runtime 'fp16' is not a runtime: use one of float32, int8, int8_dynamic, "
+                                 "bfloat16")
 
 
+@pytest.mark.parametrize("int8", ["int8", "int8_dynamic"])
 def test_int8_asked_for_runs_on_any_cpu_with_one_warning_about_speed(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, int8: str
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        assert runtime_for_cpu("int8", explicit=True, cpu=NO_VNNI) == "int8"
+        assert runtime_for_cpu(int8, explicit=True, cpu=NO_VNNI) == int8
     assert len(caplog.records) == 1 and "slower than float32" in caplog.records[0].getMessage()
+    assert caplog.records[0].getMessage().startswith(f"runtime {int8}: ")
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert runtime_for_cpu("int8", explicit=True, cpu=VNNI) == "int8"
+        assert runtime_for_cpu(int8, explicit=True, cpu=VNNI) == int8
     assert not caplog.records
 
 
@@ -58,13 +61,17 @@ def test_a_cpu_without_avx2_is_named_once_a_process_at_load(caplog: pytest.LogCa
     assert not caplog.records
 
 
-def test_an_int8_archive_on_a_cpu_without_int8_says_it_runs_float32(caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize("int8", ["int8", "int8_dynamic"])
+def test_an_int8_archive_on_a_cpu_without_int8_says_it_runs_float32(
+    caplog: pytest.LogCaptureFixture, int8: str
+) -> None:
     with caplog.at_level(logging.WARNING):
-        assert runtime_for_cpu("int8", explicit=False, cpu=NO_VNNI) == "float32"
+        assert runtime_for_cpu(int8, explicit=False, cpu=NO_VNNI) == "float32"
     assert len(caplog.records) == 1
     assert "parses in float32 instead" in caplog.records[0].getMessage()
+    assert f"trained for runtime {int8}," in caplog.records[0].getMessage()
     with caplog.at_level(logging.WARNING):
-        assert runtime_for_cpu("int8", explicit=False, cpu=VNNI) == "int8"
+        assert runtime_for_cpu(int8, explicit=False, cpu=VNNI) == int8
         assert runtime_for_cpu("bfloat16", explicit=False, cpu=NO_VNNI) == "bfloat16"
         assert runtime_for_cpu("float32", explicit=False, cpu=NO_VNNI) == "float32"
     assert len(caplog.records) == 1

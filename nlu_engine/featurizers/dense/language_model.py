@@ -26,7 +26,7 @@ sentence-transformers ``max_seq_length`` or else ``max_position_embeddings``, co
 ``[CLS]`` and ``[SEP]``) is truncated with a warning; tokens cut off get zero vectors.
 
 Features are computed in batches sorted by length under ONNX Runtime, in the model's runtime
-(``bert_onnx``: float32, int8 or bfloat16), as are a fine-tuning's frozen lower layers
+(``bert_onnx``: float32, int8, int8_dynamic or bfloat16), as are a fine-tuning's frozen lower layers
 (``encode_inputs``). ``precision: bfloat16`` makes bfloat16 the model's default runtime.
 
 Frozen (the default), ``train`` learns nothing and the archive stores only this component's

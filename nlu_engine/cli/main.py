@@ -31,6 +31,7 @@ EXTRA_COMMANDS = (
     "nlu_engine.cli.serve",  # nlu-engine serve / run
     "nlu_engine.cli.benchmark",  # nlu-engine benchmark
     "nlu_engine.cli.review",  # nlu-engine review / review compare
+    "nlu_engine.cli.download",  # nlu-engine download
 )
 
 

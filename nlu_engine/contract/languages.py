@@ -129,6 +129,22 @@ LANGUAGES: dict[str, Language] = {
 }
 
 
+#: languages so close that a language identifier often takes one for the other on a short
+#: message (Indonesian and Malay, the Scandinavian languages, Serbian, Croatian and Bosnian):
+#: a bot in one of them counts the others as its own (``close_languages``)
+CLOSE: tuple[frozenset[str], ...] = (
+    frozenset({"id", "ms"}), frozenset({"da", "no", "nb", "nn"}), frozenset({"sr", "hr", "bs"}),
+    frozenset({"kk", "ky"}), frozenset({"cs", "sk"}), frozenset({"nl", "af"}),
+    frozenset({"ru", "uk", "be"}), frozenset({"pt", "gl"}),
+)
+
+
+def close_languages(language: str) -> frozenset[str]:
+    """``language``'s base code and those of the languages close to it (:data:`CLOSE`)."""
+    code = base_language(language)
+    return frozenset({code}).union(*(group for group in CLOSE if code in group))
+
+
 def base_language(language: str) -> str:
     """``zh-TW``, ``pt_BR`` -> ``zh``, ``pt``."""
     return language.replace("_", "-").split("-")[0].lower()

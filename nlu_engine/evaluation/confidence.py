@@ -146,17 +146,18 @@ def evaluate_confidence(
 
 
 def ece_noise_floor(
-    confidences: np.ndarray, measured: float, simulations: int = FLOOR_SIMULATIONS, seed: int = 0
+    confidences: np.ndarray, measured: float, simulations: int = FLOOR_SIMULATIONS, seed: int = 0,
+    bins: int = 15,
 ) -> tuple[float, float]:
     """``(median ECE, share at or above measured)`` over ``simulations`` test sets in which each
     message [M] is right with probability its confidence: what perfectly calibrated confidences
-    would measure on this many messages."""
+    would measure on this many messages (ECE over ``bins`` equal bins)."""
     if not len(confidences):
         return 0.0, 1.0
     rng = np.random.default_rng(seed)
     confidences = np.clip(np.asarray(confidences, np.float64), 0.0, 1.0)
     values = np.array([
-        expected_calibration_error(confidences, rng.random(len(confidences)) < confidences)[0]
+        expected_calibration_error(confidences, rng.random(len(confidences)) < confidences, bins)[0]
         for _ in range(simulations)
     ])
     return float(np.median(values)), float((values >= measured - 1e-12).mean())

@@ -5,8 +5,9 @@ Sections (each a ``<section>`` with a fixed id, so tests and users can link to t
 most frequent gold → predicted intent confusions), ``intents`` (per-intent scores, sortable),
 ``errors`` (intent errors with a search box; ``?q=words`` in the URL pre-fills it),
 ``responses`` (response selection: per response key scores and the errors), ``entities`` (per
-extractor: per-type token, exact-span and overlap-span scores and the entity errors,
-searchable) and ``plots``. The summary shows the fallback rate beside the intent scores, which
+extractor: per-type token, exact-span and overlap-span scores, the calibration of the entity
+confidences with what a threshold on them filters, and the entity errors, searchable) and
+``plots``. The summary shows the fallback rate beside the intent scores, which
 undo the fallback as Rasa's do. When the page has loaded, ``<body>`` gets ``data-ready="1"``
 and ``data-images-loaded`` (the number of images that decoded).
 """
@@ -430,6 +431,8 @@ def _entity_section(evaluation: Evaluation) -> str:
         parts.append(f'<h3 id="entities-{esc(key)}">{esc(name)}</h3><div class="scroll">')
         parts.append(table(headers, rows, table_id=f"entity-scores-{key}", sortable=True, foot=foot))
         parts.append("</div>")
+        if entity.confidence is not None:
+            parts.append(_entity_confidence_table(name, key, entity.confidence.summary()))
         error_rows = [
             f"<tr><td>{esc(err['text'])}</td><td>{_entity_list(err['entities'])}</td>"
             f"<td>{_entity_list(err['predicted_entities'])}</td></tr>"
@@ -443,6 +446,23 @@ def _entity_section(evaluation: Evaluation) -> str:
             table_id=f"entity-errors-{key}", numeric_from=99) + "</div>")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _entity_confidence_table(name: str, key: str, confidence: Mapping[str, Any]) -> str:
+    """The ECE of an extractor's entity confidences against exact-span correctness, and per
+    threshold the shares of wrong and right entities below it and the exact scores kept."""
+    text = (f"{confidence['num_scored']} predicted entities with a confidence: expected calibration "
+            f"error {confidence['ece']:.4f} ({confidence['bins']} bins; calibrated confidences would "
+            f"measure {confidence['ece_floor']:.4f} on as many, p {confidence['ece_p_value']:.2f}), "
+            f"mean confidence {confidence['mean_confidence']:.4f} for an exact-span precision of "
+            f"{confidence['precision']:.4f}. Dropping the entities below a threshold:")
+    rows = [f"<tr><td>{row['threshold']:.1f}</td>{num(row['wrong_removed'], 3, score=False)}"
+            f"{num(row['right_removed'], 3, score=False)}{num(row['precision'])}{num(row['recall'])}"
+            f"{num(row['f1'])}</tr>" for row in confidence["thresholds"]]
+    return (f'<h3 id="entity-confidence-{esc(key)}">{esc(name)}: entity confidence</h3>'
+            f'<p class="meta">{esc(text)}</p>'
+            + table(["threshold", "wrong removed", "right removed", "exact P kept", "exact R kept",
+                     "exact F1 kept"], rows, table_id=f"entity-confidence-{key}"))
 
 
 def _plots_section(images: Sequence[tuple[str, Path]]) -> str:

@@ -32,6 +32,8 @@ Entities, per extractor (the ``extractor`` field of each predicted entity):
     Span reports list every type seen in gold or predictions with ``precision``, ``recall``,
     ``f1-score``, ``support`` (gold count), ``predicted`` and ``correct``; ``micro avg`` pools the
     counts, ``macro avg`` averages over the types that have gold entities.
+    * ``confidence`` (``entity_confidence``): the calibration of ``confidence_entity`` against
+      exact-span correctness, and what a threshold on it filters.
 
 Zero divided by zero is 0.0 everywhere (scikit-learn's default). F1 is ``2·correct / (gold +
 predicted)``, which equals the harmonic mean of precision and recall (``bilou.f1_score``, which
@@ -54,6 +56,11 @@ from nlu_engine.evaluation.confidence import (
     evaluate_confidence,
     predicted_intent,
     undo_fallback,
+)
+from nlu_engine.evaluation.entity_confidence import (
+    EntityConfidenceEvaluation,
+    evaluate_entity_confidence,
+    span_correctness,
 )
 from nlu_engine.evaluation.labels import (
     LabelEvaluation,
@@ -287,9 +294,11 @@ def _entity_key(entity: Mapping[str, Any]) -> tuple[str, int, int, str, str]:
 
 @dataclass(kw_only=True)
 class EntityEvaluation(LabelEvaluation):
-    """The entity scores of one extractor (token labels; spans in the report)."""
+    """The entity scores of one extractor (token labels; spans in the report; the calibration
+    of its entities' confidences, None when they have none)."""
 
     extractor: str
+    confidence: EntityConfidenceEvaluation | None = None
 
 
 def evaluate_entities(
@@ -308,6 +317,7 @@ def evaluate_entities(
     successes: list[dict[str, Any]] = []
     correct_confidences: list[float] = []
     wrong_confidences: list[float] = []
+    span_confidences: list[tuple[float | None, bool]] = []
     for gold, result in zip(golds, results, strict=True):
         predicted = [e for e in result.get("entities") or [] if entity_extractor(e) == extractor]
         tokens = result_tokens(result)
@@ -315,6 +325,7 @@ def evaluate_entities(
         predictions.extend(token_labels(tokens, predicted))
         gold_spans.append(entity_spans(gold.entities))
         predicted_spans.append(entity_spans(predicted))
+        span_confidences.extend(span_correctness(gold_spans[-1], predicted))
         gold_keys = Counter(_entity_key(e) for e in gold.entities)
         for entity in predicted:
             confidence = entity.get("confidence_entity")
@@ -340,6 +351,7 @@ def evaluate_entities(
         extractor=extractor, report=report, labels=labels, matrix=matrix, errors=errors,
         successes=successes, correct_confidences=correct_confidences,
         wrong_confidences=wrong_confidences,
+        confidence=evaluate_entity_confidence(span_confidences, sum(map(len, gold_spans))),
     )
 
 
@@ -387,6 +399,8 @@ class Evaluation:
                 **{f"overlap_{k}": overlap["micro avg"][m] for k, m in _PRF},
                 "overlap_macro_f1": overlap["macro avg"]["f1-score"],
             }
+            if entity.confidence is not None:
+                summary["entities"][name]["confidence"] = entity.confidence.summary()
         return summary
 
 

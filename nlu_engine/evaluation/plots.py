@@ -238,22 +238,24 @@ def plot_comparison(comparison: Mapping[str, Any], path: str | Path) -> Path:
 
 
 def plot_reliability(bins: Sequence[Mapping[str, float]], ece: float, path: str | Path,
-                     title: str = "Intent confidence: reliability", ece_floor: float | None = None) -> Path:
+                     title: str = "Intent confidence: reliability", ece_floor: float | None = None,
+                     accuracy: str = "accuracy") -> Path:
     """Accuracy against mean confidence per bin (bars; the diagonal is perfect calibration),
     with each bin's share of the messages beneath; ``ece_floor``: what calibrated confidences
-    would measure on as many messages, named in the title."""
+    would measure on as many messages, named in the title; ``accuracy``: the name of what is
+    right (the y axis)."""
     figure = _figure(6.5, 6.5)
     top, bottom = figure.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     lows = [b["low"] for b in bins]
     widths = [b["high"] - b["low"] for b in bins]
     top.bar(lows, [b["accuracy"] for b in bins], width=widths, align="edge", color="#4263eb",
-            edgecolor="white", label="accuracy")
+            edgecolor="white", label=accuracy)
     top.bar(lows, [abs(b["confidence"] - b["accuracy"]) for b in bins],
             bottom=[min(b["accuracy"], b["confidence"]) for b in bins], width=widths, align="edge",
             color="#e03131", alpha=0.35, edgecolor="#e03131", label="gap to the mean confidence")
     top.plot([0, 1], [0, 1], color="#495057", linestyle="--", linewidth=1, label="calibrated")
     top.set_ylim(0, 1)
-    top.set_ylabel("accuracy")
+    top.set_ylabel(accuracy)
     floor = f"; {ece_floor:.3f} if calibrated" if ece_floor is not None else ""
     top.set_title(f"{title} (ECE {ece:.3f}{floor})", fontsize=11)
     top.legend(loc="upper left", fontsize=8)

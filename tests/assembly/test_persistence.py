@@ -750,7 +750,8 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
 #: (and CountVectorsFeaturizer gained ``token_pattern``, read as Rasa 3 reads it: not at all)
 ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below",
                      "calibration_join_share", "sentence_head_below", "head_transformer_layers",
-                     "head_transformer_entities", "contrastive_pairs", "language_tokenizer")
+                     "head_transformer_entities", "contrastive_pairs", "entity_calibration",
+                     "language_tokenizer", "token_features")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:
@@ -774,7 +775,7 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
         f"{{{common}}}", '{"language_tokenizer": true}',
         f'{{{common}, "calibration_refit_below": 2000, "calibration_join_share": 0.25, '
         '"sentence_head_below": 50, "head_transformer_layers": "auto", "head_transformer_entities": '
-        '1000, "contrastive_pairs": 0}'}
+        '1000, "contrastive_pairs": 0, "entity_calibration": "when_held_out"}'}
     assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

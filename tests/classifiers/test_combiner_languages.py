@@ -70,6 +70,24 @@ def test_german_requests_to_an_english_bot_are_not_sent_to_the_fallback_more_oft
     assert german_right >= 0.75 and english_right >= 0.75
 
 
+def test_a_german_request_is_ranked_without_the_english_only_members(model: Model) -> None:
+    from nlu_engine.classifiers.combiner import IntentCombiner
+    from nlu_engine.classifiers.language_views import view_of
+    from nlu_engine.contract.message import Message
+
+    combiner = next(c for c in model.pipeline.components if isinstance(c, IntentCombiner))
+    names = [m.name for m in combiner.members_]
+    assert combiner.own_languages_ == ["en"]
+    messages = model.pipeline.process([Message(text=text) for _, text in GERMAN + ENGLISH])
+    views = [view_of(m, combiner.member_languages_, names, combiner.own_languages_, combiner.views_)
+             for m in messages]
+    for view in views[:len(GERMAN)]:  # German: the multilingual encoder's head alone
+        assert view is not None
+        assert [names[i] for i in view.members] == [
+            n for n in names if n.startswith("UniversalSentenceEncoder")]
+    assert views[len(GERMAN):] == [None] * len(ENGLISH)  # English: the full combination
+
+
 def test_the_parse_says_the_language(model: Model) -> None:
     english, german, digits = model.parse_batch(["wake me up at six", "weck mich um sechs Uhr", "12345"])
     assert english["language"]["name"] == "en" and german["language"]["name"] == "de"

@@ -37,9 +37,11 @@ def test_a_member_reads_what_every_encoder_it_reads_knows() -> None:
     found = member_languages(before)
     assert found["UniversalSentenceEncoderFeaturizer_1"] == sorted(encoder_languages(USE) or [])
     assert found["LanguageModelFeaturizer_2"] == ["en"]
-    assert found["DIETClassifier_3"] == ["en"]  # reads MiniLM too: English only
+    assert found["DIETClassifier_3"] == []  # reads the n-gram counts: the bot's languages only
     assert found["DIETClassifier_4"] == found["UniversalSentenceEncoderFeaturizer_1"]
     assert "CountVectorsFeaturizer_0" not in found  # learnt from the data: no encoder
+    english_only = member_languages(placed(minilm, DIETClassifier()))
+    assert english_only == {"LanguageModelFeaturizer_0": ["en"], "DIETClassifier_1": ["en"]}
 
 
 def test_the_bots_languages_are_its_config_and_those_found_on_enough_examples() -> None:
@@ -55,15 +57,32 @@ def test_the_bots_languages_are_its_config_and_those_found_on_enough_examples() 
 
 
 def test_each_language_outside_the_bots_trusts_the_members_that_read_it() -> None:
-    languages = {"multi": ["de", "en"], "english": ["en"], "DIET": ["en"]}
-    names = ["multi", "english", "DIET", "n-grams"]  # the n-gram head: no encoder, every language
-    assert trusted(languages, names, "de") == (0, 3)
-    assert trusted(languages, names, OTHER) == (3,)
-    assert member_sets(languages, names, ["en"]) == [(0, 3), (3,)]
-    views = [View((0, 3)), View((3,))]
+    languages = {"multi": ["de", "en"], "english": ["en"], "DIET": [], "custom": None}
+    # the n-gram head (not named): learnt from the training data, it reads the bot's languages only
+    names = ["multi", "english", "DIET", "n-grams", "custom"]
+    assert trusted(languages, names, "de") == (0, 4)
+    assert trusted(languages, names, OTHER) == (4,)  # an encoder no row names reads every language
+    assert member_sets(languages, names, ["en"]) == [(0, 4), (4,)]
+    del languages["custom"]
+    names.pop()
+    assert member_sets(languages, names, ["en"]) == [(), (0,)]
+    views = [View(()), View((0,))]
     message = Message(text="Wie wird das Wetter?")
     assert view_of(message, languages, names, ["en"], views) is None  # not identified
-    for code, expected in (("de", views[0]), ("sw", views[1]), ("en", None), ("unknown", None)):
+    for code, expected in (("de", views[1]), ("sw", views[0]), ("en", None), ("unknown", None)):
         message.language = SimpleNamespace(name=code)  # type: ignore[attr-defined]
         assert view_of(message, languages, names, ["en"], views) is expected
     assert view_of(message, languages, names, ["en"], []) is None
+
+
+def test_a_close_language_counts_as_the_bots_and_only_a_sure_guess_leaves_no_member() -> None:
+    languages = {"multi": ["de", "en", "it"]}
+    names, views = ["multi", "n-grams"], [View(()), View((0,))]
+    message = Message(text="Tolong setel alarm jam tujuh pagi")
+    message.language = SimpleNamespace(name="ms", confidence=0.97)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["id"], views) is None  # Malay: an Indonesian bot's own
+    assert view_of(message, languages, names, ["en"], views) is views[0]  # no member reads it
+    message.language = SimpleNamespace(name="ms", confidence=0.6)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["en"], views) is None  # unsure: the whole combination
+    message.language = SimpleNamespace(name="it", confidence=0.6)  # type: ignore[attr-defined]
+    assert view_of(message, languages, names, ["en"], views) is views[1]  # read by a member: its view

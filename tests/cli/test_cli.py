@@ -431,8 +431,8 @@ def test_finetune_reports_what_it_reused_resumed_and_retrained(tmp_path: Path, t
         (["--finetune"], ["no model to fine-tune: 'models' does not exist", "--finetune MODEL"]),
         (["--finetune", "cut.tar.gz"], ["cut.tar.gz", "is not a readable .tar.gz"]),
         (["--finetune", "logreg.tar.gz", "-c", "diet"],
-         ["cannot fine-tune 'logreg.tar.gz': step 2 is CountVectorsFeaturizer in the model "
-          "and LexicalSyntacticFeaturizer in the config"]),
+         ["cannot fine-tune 'logreg.tar.gz': step 1 is WhitespaceTokenizer in the model "
+          "and LanguageIdentifier in the config"]),
         (["--finetune", "logreg.tar.gz", "--set", "CountVectorsFeaturizer.max_ngram=2"],
          ["'max_ngram' = 1 in the model and 2 in the config"]),
         (["--epoch-fraction", "0.5"], ["--epoch-fraction only apply with --finetune"]),

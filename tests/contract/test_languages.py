@@ -45,3 +45,11 @@ def test_spacy_and_duckling_read_their_defaults_from_the_row() -> None:
     duckling = DucklingEntityExtractor()
     duckling.language = "fr"
     assert duckling.locale() == duckling_locale("fr") == "fr_FR"  # Rasa's <code>_<CODE>
+
+
+def test_close_languages_are_groups_of_known_codes() -> None:
+    from nlu_engine.contract.languages import CLOSE, close_languages
+
+    assert all(code in LANGUAGES for group in CLOSE for code in group)
+    assert close_languages("id") == {"id", "ms"} and close_languages("sr-Latn") == {"sr", "hr", "bs"}
+    assert close_languages("en") == {"en"}

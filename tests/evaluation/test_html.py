@@ -99,11 +99,11 @@ def test_plots_are_embedded_and_decode(report):
     out, _, dom, _ = report
     images = re.findall(r'<img src="data:image/png;base64,', dom)
     # every PNG the report wrote is on the page: the intent matrix, histogram, reliability diagram
-    # and fallback sweep, the entity matrix and histogram
+    # and fallback sweep, the entity matrix, histogram and reliability diagram
     written = sorted(path.name for path in out.glob("*.png"))
     assert written == ["DIETClassifier_confusion_matrix.png", "DIETClassifier_histogram.png",
-                       "fallback_sweep.png", "intent_confusion_matrix.png",
-                       "intent_histogram.png", "intent_reliability.png"]
+                       "DIETClassifier_reliability.png", "fallback_sweep.png",
+                       "intent_confusion_matrix.png", "intent_histogram.png", "intent_reliability.png"]
     assert len(images) == len(written)
     assert f'data-images-loaded="{len(images)}"' in dom
     assert "http://" not in dom and "https://" not in dom  # nothing fetched from the network

@@ -138,3 +138,46 @@ def test_response_selection_plots(tmp_path):
     write_reports(evaluate(*retrieval_case()), tmp_path, html=False)
     for name in ("response_selection_confusion_matrix.png", "response_selection_histogram.png"):
         assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _with_entity_confidences():
+    """Twenty messages, each with one gold city: DIET finds it with confidence 0.9 (right in
+    the odd ones, a span too short in the even ones), and a spurious date at 0.2 in every third."""
+    golds, results = [], []
+    for i in range(20):
+        text = f"fly to new york {i}"
+        gold = {"entity": "city", "start": 7, "end": 15, "value": "new york"}
+        end = 15 if i % 2 else 10
+        entities = [{"entity": "city", "start": 7, "end": end, "value": text[7:end],
+                     "extractor": "DIETClassifier", "confidence_entity": 0.9}]
+        if i % 3 == 0:
+            entities.append({"entity": "date", "start": 16, "end": len(text), "value": str(i),
+                             "extractor": "DIETClassifier", "confidence_entity": 0.2})
+        golds.append(Message(text, intent="fly", entities=[gold]))
+        results.append({"text": text, "intent": {"name": "fly", "confidence": 0.9},
+                        "intent_ranking": [], "entities": entities})
+    return golds, results
+
+
+def test_entity_confidence_file_line_and_page(tmp_path):
+    summary = write_reports(evaluate(*_with_entity_confidences()), tmp_path, plot=False)
+    assert "DIETClassifier_confidence.json" in summary["files"]
+    written = json.loads((tmp_path / "DIETClassifier_confidence.json").read_text())
+    assert [b["count"] for b in written["bins"]] == [7, 20]  # 7 dates at 0.2, 20 cities at 0.9
+    at_half = next(row for row in written["thresholds"] if row["threshold"] == 0.5)
+    # 0.5 drops the 7 spurious dates (7 of the 17 wrong entities) and none of the 10 right ones
+    assert at_half["wrong_removed"] == pytest.approx(7 / 17) and at_half["right_removed"] == 0.0
+    confidence = summary["entities"]["DIETClassifier"]["confidence"]
+    assert confidence["ece"] == pytest.approx((7 * 0.2 + 20 * 0.4) / 27)
+    lines = format_summary(summary).splitlines()
+    assert any(line.startswith("Entity confidence (DIETClassifier): expected calibration error 0.3481 "
+                               "over 27 entities (10 bins") for line in lines)
+    page = (tmp_path / "index.html").read_text()
+    assert 'id="entity-confidence-DIETClassifier"' in page and "exact F1 kept" in page
+
+
+@requires_extra("plot")
+def test_entity_reliability_diagram(tmp_path):
+    summary = write_reports(evaluate(*_with_entity_confidences()), tmp_path, html=False)
+    assert "DIETClassifier_reliability.png" in summary["files"]
+    assert (tmp_path / "DIETClassifier_reliability.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

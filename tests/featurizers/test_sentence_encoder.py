@@ -1,5 +1,7 @@
 """UniversalSentenceEncoderFeaturizer: one normalised 512-d vector per text, in English and
-Chinese, batched as one by one, and an archive that loads only beside the same weights."""
+Chinese, batched as one by one, and an archive that loads only beside the same weights; with
+``token_features``, each token's mean of the pieces it shares characters with, beside the same
+sentence vector, and an archive from before them that parses without them."""
 
 from __future__ import annotations
 
@@ -11,11 +13,12 @@ import numpy as np
 import pytest
 
 from nlu_engine.contract.errors import ArchiveError
-from nlu_engine.contract.message import Message
+from nlu_engine.contract.message import Message, Token
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.dense import sentence_encoder
 from nlu_engine.featurizers.dense.sentence_encoder import (
     META_FILE,
+    TOKEN_SCALE,
     UniversalSentenceEncoderFeaturizer,
 )
 from nlu_engine.tokenizers.whitespace import WhitespaceTokenizer
@@ -183,3 +186,80 @@ def test_a_damaged_package_is_a_one_line_error(
     with pytest.raises(ConfigError, match=r"cannot be used .*reinstall it with") as error:
         sentence_encoder.sentence_encoder()
     assert "\n" not in str(error.value)
+
+
+def with_tokens(kind: str) -> UniversalSentenceEncoderFeaturizer:
+    return UniversalSentenceEncoderFeaturizer(UniversalSentenceEncoderFeaturizer.Config(token_features=kind))
+
+
+def token_rows(message: Message) -> np.ndarray:
+    found = [f for f in message.features if f.kind == "sequence"]
+    assert len(found) == 1 and not found[0].contextual  # the states see ±2 pieces, not the message
+    return np.asarray(found[0].matrix)
+
+
+#: "▁Schwarz" "wälder" | "▁7" "am" | "▁un" "believ" "ably" | "▁" "hello" | (U+FEFF: no piece)
+ALIGNED = "Schwarzwälder 7am unbelievably hello \ufeff"
+
+
+def test_each_token_is_the_mean_of_the_pieces_it_shares_characters_with() -> None:
+    (message,) = tokenized(ALIGNED)
+    # the whitespace tokenizer drops U+FEFF; another tokenizer may keep it, and no piece covers it
+    message.tokens["text"].append(Token("\ufeff", 37, 38))
+    with_tokens("states").process([message])
+    rows = token_rows(message)
+    assert rows.shape == (5, 1280) and rows.dtype == np.float32
+    _, [(states, characters)] = sentence_encoder.sentence_encoder().encode_pieces([ALIGNED], "states")
+    assert [ALIGNED[s:e] for s, e in characters] == [
+        "Schwarz", "wälder", " 7", "am", " un", "believ", "ably", " ", "hello"]
+    pieces_of_token = [[0, 1], [2, 3], [4, 5, 6], [8]]  # the lone "▁" before hello: no character of it
+    for token, pieces in enumerate(pieces_of_token):
+        np.testing.assert_allclose(rows[token], TOKEN_SCALE["states"] * states[pieces].mean(axis=0),
+                                   rtol=1e-6, atol=1e-6)
+    assert not rows[4].any()  # the token no piece covers
+    assert all(rows[t].any() for t in range(4))
+
+
+def test_projected_token_features_and_a_blank_text() -> None:
+    blank, text = tokenized("   ", "book a table for two")
+    with_tokens("projected").process([blank, text])
+    assert token_rows(text).shape == (5, 512) and token_rows(text).any()
+    assert not token_rows(blank).any() and not vector(blank).any()
+
+
+def test_the_sentence_vector_is_the_same_with_token_features() -> None:
+    texts = ("book a table for two", "播放周杰伦的歌", ALIGNED, "thanks a lot, bye")
+    vectors = {}
+    for kind in ("none", "states", "projected"):
+        messages = tokenized(*texts)
+        (with_tokens(kind)).process(messages)
+        vectors[kind] = np.concatenate([vector(m) for m in messages])
+        assert all(len([f for f in m.features if f.kind == "sequence"]) == (kind != "none") for m in messages)
+    np.testing.assert_array_equal(vectors["none"], vectors["states"])
+    np.testing.assert_array_equal(vectors["none"], vectors["projected"])
+
+
+def test_an_archive_keeps_its_token_features_and_one_from_before_them_parses_without(
+    tmp_path: Path,
+) -> None:
+    featurizer = with_tokens("states")
+    featurizer.train(TrainingData([]))
+    featurizer.persist(tmp_path)
+    meta = json.loads((tmp_path / META_FILE).read_text(encoding="utf-8"))
+    assert meta["token_features"] == "states"
+    loaded = UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.config)
+    (a,), (b,) = tokenized("turn off the lights"), tokenized("turn off the lights")
+    featurizer.process([a])
+    loaded.process([b])
+    np.testing.assert_array_equal(token_rows(a), token_rows(b))
+    del meta["token_features"]  # as an archive written before the parameter existed
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    old = UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.config)
+    (c,) = tokenized("turn off the lights")
+    old.process([c])
+    assert old.token_features() == "none" and not [f for f in c.features if f.kind == "sequence"]
+    np.testing.assert_array_equal(vector(a), vector(c))
+    meta["token_features"] = "everything"
+    (tmp_path / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    with pytest.raises(ArchiveError, match="missing or unreadable"):
+        UniversalSentenceEncoderFeaturizer.load(tmp_path, featurizer.config)

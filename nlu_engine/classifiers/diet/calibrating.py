@@ -21,6 +21,7 @@ from nlu_engine.classifiers import calibration, scores, sentence_head
 from nlu_engine.classifiers.diet.encoders import with_pretrained_features, with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
 from nlu_engine.classifiers.diet.spec import resolve_epochs
+from nlu_engine.classifiers.entity_calibration import EntityCalibration
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.threads import single_blas_thread
@@ -53,7 +54,10 @@ class CalibratedDIET:
     scorer_name: Callable[[], str]
     predict_arrays: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     _train_network: Callable[..., None]
-    _entities: Callable[[Message, dict[str, np.ndarray]], list[dict[str, Any]]]
+    _entities: Callable[..., list[dict[str, Any]]]
+    #: the map of ``confidence_entity`` (``classifiers/entity_calibration.py``), fitted on the
+    #: entities predicted for held-out examples (``entity_calibration`` in the config)
+    entity_calibration_: EntityCalibration = EntityCalibration()
     tag_vocab_: dict[str, list[str]]
     _tune_contrastively: Callable[[list[Message]], list[dict[str, np.ndarray]]]
     fit_calibrated: Callable[..., None]
@@ -96,13 +100,15 @@ class CalibratedDIET:
     def _train_for_entities(self, examples: list[Message], previous: Any, options: Any) -> None:
         """The network's training when the head ranks the intents (``HEAD_STEPS``): it learns
         the entities. Trained from scratch on entities for an ``EntityChooser``
-        (``records_held_out_entities``), a share of the examples (``calibration_share``, at least
-        ``calibration.MIN_HELD_OUT``) joins the last epochs, and the entities predicted for them
-        just before are recorded (``extractors/entity_chooser.py``); the network learns from
-        every example either way."""
+        (``records_held_out_entities``) or to calibrate the entity confidences
+        (``entity_calibration: hold_out``), a share of the examples (``calibration_share``, at
+        least ``calibration.MIN_HELD_OUT``) joins the last epochs, and the entities predicted for
+        them just before are recorded (``extractors/entity_chooser.py``) and fit the map of their
+        confidences; the network learns from every example either way."""
         epochs = self._head_epochs(len(examples))
         held: list[Message] = []
-        if previous is None and self.records_held_out_entities and self.tag_vocab_.get("entity"):
+        holds = self.records_held_out_entities or self.config.entity_calibration == "hold_out"
+        if previous is None and holds and self.tag_vocab_.get("entity"):
             _, index = split.stratified_holdout(
                 [self.label_of(m) for m in examples], self.config.calibration_share,
                 self.config.random_seed, keys=self.example_keys(examples), max_held=calibration.MAX_HELD_OUT)
@@ -255,11 +261,25 @@ class CalibratedDIET:
         return np.stack([r["intent"] for r in results]), vectors
 
     def _record_held_out_entities(self, held: list[Message], results: list[dict[str, np.ndarray]]) -> None:
-        """Leave the entities predicted for the held-out examples, before the network learned
-        from them, for an ``EntityChooser`` (``extractors/entity_chooser.py``)."""
-        if self.records_held_out_entities and self.tag_vocab_.get("entity"):
-            for message, result in zip(held, results, strict=True):
-                record_held_out(message, "DIETClassifier", self._entities(message, result))
+        """The entities predicted for the held-out examples, before the network learned from
+        them (raw confidences): left for an ``EntityChooser`` (``extractors/entity_chooser.py``)
+        and, unless ``entity_calibration`` is off, the map of their confidences fitted on them
+        (kept when they are too few to fit one: a resumed model keeps its own)."""
+        calibrate = self.config.entity_calibration != "off"
+        if not (self.records_held_out_entities or calibrate) or not self.tag_vocab_.get("entity"):
+            return
+        predicted = [self._entities(m, r, calibrated=False) for m, r in zip(held, results, strict=True)]
+        if self.records_held_out_entities:
+            for message, entities in zip(held, predicted, strict=True):
+                record_held_out(message, "DIETClassifier", entities)
+        if not calibrate:
+            return
+        fitted = EntityCalibration.fit([(m.entities, p) for m, p in zip(held, predicted, strict=True)])
+        if fitted.calibrated:
+            self.entity_calibration_ = fitted
+            logger.info("%s: entity confidences calibrated on %d held-out entities (%d wrong): "
+                        "slope %.3f, bias %.3f", self.component_name(), fitted.entities,
+                        fitted.wrong, fitted.slope, fitted.bias)
 
     def _calibrated(self, probabilities: list[np.ndarray], vectors: list[np.ndarray]) -> Iterator[np.ndarray]:
         """Each message's calibrated intent confidences, in order; the bot's own out-of-scope

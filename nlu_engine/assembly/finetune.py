@@ -30,6 +30,7 @@ from nlu_engine.assembly.pipeline import Pipeline, annotate_training_data, fresh
 from nlu_engine.contract.component import CannotResume, Component, FinetuneOptions
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.training_data import TrainingData
+from nlu_engine.nn.onnx_runtime import check_runtime, runtime_for_cpu
 
 REUSED, RESUMED, RETRAINED = "reused", "resumed", "trained from scratch"
 
@@ -126,7 +127,9 @@ def finetune_pipeline(
     if not data.messages:
         raise DataError("the training data holds no examples; add intents with examples")
     pipeline = Pipeline.build(config)
-    runtime = pipeline.default_runtime()  # the features learnt from are the ones parsed with
+    # the features learnt from are the ones parsed with, in the config's runtime where this CPU
+    # is fast in it (``runtime_for_cpu``)
+    runtime = runtime_for_cpu(check_runtime(pipeline.default_runtime()), explicit=True, training=True)
     pipeline.use_runtime(runtime)
     previous.use_runtime(runtime)
     current = fingerprints(config, pipeline.components, data)

@@ -58,7 +58,8 @@ def train(
     training_data, domain_labels = _training_data(data, domain, log)
     pipeline = Pipeline.build(cfg)
     # the features DIET learns from are the ones it will parse with
-    pipeline.use_runtime(runtime_for_cpu(check_runtime(pipeline.default_runtime()), explicit=True))
+    pipeline.use_runtime(runtime_for_cpu(check_runtime(pipeline.default_runtime()), explicit=True,
+                                         training=True))
     start = time.perf_counter()
     pipeline.train(training_data, log=log)
     seconds = time.perf_counter() - start

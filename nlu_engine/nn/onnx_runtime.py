@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Literal
 
-from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.threads import process_threads
 from nlu_engine.nn.cpu import Cpu, detect
 
@@ -71,14 +71,23 @@ def require_onnxruntime() -> None:
             ) from None
 
 
-def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None) -> Runtime:
+def runtime_for_cpu(runtime: Runtime, explicit: bool, cpu: Cpu | None = None,
+                    training: bool = False) -> Runtime:
     """The runtime a model parses with on this CPU: ``runtime``, except an int8 one the archive
     recorded (not ``explicit``ly asked for) on a CPU without int8 dot products, which runs float32
-    instead. Either case says so in one warning."""
+    instead. Either case says so in one warning. ``training``: ``runtime`` is the config's, which
+    names the runtime to use where the CPU is fast in it (the shipped ``diet.yml``'s
+    ``int8_dynamic``): without int8 dot products the model trains, records and parses float32,
+    said in one notice."""
     cpu = cpu or detect()
     _warn_slow_path(cpu)
     if runtime not in INT8_RUNTIMES or cpu.vnni:
         return runtime
+    if training:
+        logger.log(NOTICE, "runtime %s: this CPU has no int8 dot products (AVX-512 VNNI, AVX-VNNI, "
+                   "AMX), on which it would parse slower than float32: the model trains and parses in "
+                   "float32", runtime)
+        return "float32"
     if explicit:
         logger.warning("runtime %s: this CPU has no int8 dot products (AVX-512 VNNI, AVX-VNNI, "
                        "AMX); it parses in int8, but slower than float32", runtime)

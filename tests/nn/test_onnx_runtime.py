@@ -144,3 +144,20 @@ def test_sessions_run_small_inputs_on_one_thread_unless_none_should(
     assert sorted(sessions._by_threads) == small
     np.testing.assert_array_equal(sessions.run({"x": x}, 8), 2 * x)
     assert sorted(sessions._by_threads) == large
+
+
+@pytest.mark.parametrize("int8", ["int8", "int8_dynamic"])
+def test_a_config_naming_int8_trains_float32_on_a_cpu_without_int8(
+    caplog: pytest.LogCaptureFixture, int8: str
+) -> None:
+    """The shipped diet.yml names int8_dynamic: on an AVX2-only CPU it trains and parses float32,
+    said once as a notice, not a warning; with int8 dot products it keeps the config's."""
+    with caplog.at_level(logging.INFO):
+        assert runtime_for_cpu(int8, explicit=True, cpu=NO_VNNI, training=True) == "float32"
+    assert [r.levelname for r in caplog.records] == ["NOTICE"]
+    assert "trains and parses in float32" in caplog.records[0].getMessage()
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert runtime_for_cpu(int8, explicit=True, cpu=VNNI, training=True) == int8
+        assert runtime_for_cpu("float32", explicit=True, cpu=NO_VNNI, training=True) == "float32"
+    assert not caplog.records

@@ -41,6 +41,7 @@ import scipy.sparse
 from nlu_engine.classifiers import calibration, held_out
 from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
+from nlu_engine.classifiers.svm_probability import pairs, pairwise_probabilities
 from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
@@ -54,7 +55,6 @@ MODEL_FILE = "svm.npz"
 STATE_FILE = "svm.json"
 PROBABILITY_FOLDS = 5  # libsvm's nr_fold for probability estimates
 CALIBRATION_SEED = 1
-MIN_PROBABILITY = 1e-7
 
 
 class SklearnIntentClassifier(CalibratedIntentClassifier):
@@ -293,7 +293,7 @@ class SVMModel:
         (``held_out``: ``block_folds``, ``out_of_fold``, ``fit_sigmoid``)."""
         rng = np.random.RandomState(CALIBRATION_SEED)
         prob_a, prob_b = [], []
-        for pair, (i, j) in enumerate(_pairs(self.n_classes)):
+        for pair, (i, j) in enumerate(pairs(self.n_classes)):
             rows = np.concatenate([np.flatnonzero(y == i), np.flatnonzero(y == j)])
             labels = np.where(y[rows] == i, 1, -1)
             order = rng.permutation(len(rows))
@@ -356,7 +356,7 @@ class SVMModel:
         K = self.kernel_matrix(X)
         starts = np.concatenate([[0], np.cumsum(self.n_support)[:-1]])
         values = np.empty((K.shape[0], len(self.intercept)))
-        for p, (i, j) in enumerate(_pairs(self.n_classes)):
+        for p, (i, j) in enumerate(pairs(self.n_classes)):
             si, sj = starts[i], starts[j]
             ci, cj = self.n_support[i], self.n_support[j]
             values[:, p] = (
@@ -449,11 +449,7 @@ def check_support_vectors(path: Path, arrays: dict[str, np.ndarray], n_classes: 
             raise refusal(path, problem)
 
 
-# --- libsvm's probability routines in NumPy -------------------------------------------------
-def _pairs(n_classes: int) -> list[tuple[int, int]]:
-    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
-
-
+# --- helpers --------------------------------------------------------------------------------
 def _dense(matrix: Any) -> np.ndarray:
     return np.asarray(matrix.toarray() if scipy.sparse.issparse(matrix) else matrix, dtype=np.float64)
 
@@ -462,46 +458,3 @@ def _squared_norms(X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
     if scipy.sparse.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel().astype(np.float64)
     return np.einsum("ij,ij->i", X, X).astype(np.float64)
-
-
-def sigmoid_predict(decisions: np.ndarray, a: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(A f + B))``, computed without overflow."""
-    fApB = np.asarray(decisions, dtype=np.float64) * a + b
-    e = np.exp(-np.abs(fApB))
-    return np.where(fApB >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-
-
-def pairwise_probabilities(
-    decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int
-) -> np.ndarray:
-    """Class probabilities from one-vs-one decision values ``[n, n_pairs]``."""
-    n = decisions.shape[0]
-    pairwise = np.clip(sigmoid_predict(decisions, prob_a, prob_b), MIN_PROBABILITY, 1 - MIN_PROBABILITY)
-    r = np.zeros((n, n_classes, n_classes))
-    for p, (i, j) in enumerate(_pairs(n_classes)):
-        r[:, i, j] = pairwise[:, p]
-        r[:, j, i] = 1.0 - pairwise[:, p]
-    # scikit-learn's libsvm couples two classes too (plain libsvm returns r[0, 1], r[1, 0])
-    return np.stack([_multiclass_probability(r[m]) for m in range(n)]) if n else np.zeros((0, n_classes))
-
-
-def _multiclass_probability(r: np.ndarray) -> np.ndarray:
-    """libsvm's ``multiclass_probability``: pairwise coupling, method 2 of Wu, Lin and Weng."""
-    k = r.shape[0]
-    max_iter, eps = max(100, k), 0.005 / k
-    Q = -r.T * r  # Q[t, j] = -r[j, t] * r[t, j]
-    np.fill_diagonal(Q, 0.0)
-    Q[np.diag_indices(k)] = np.sum(r.T**2, axis=1) - np.diag(r) ** 2
-    p = np.full(k, 1.0 / k)
-    for _ in range(max_iter):
-        Qp = Q @ p
-        pQp = float(p @ Qp)
-        if np.max(np.abs(Qp - pQp)) < eps:
-            break
-        for t in range(k):
-            diff = (-Qp[t] + pQp) / Q[t, t]
-            p[t] += diff
-            pQp = (pQp + diff * (diff * Q[t, t] + 2 * Qp[t])) / (1 + diff) / (1 + diff)
-            Qp = (Qp + diff * Q[t]) / (1 + diff)
-            p /= 1 + diff
-    return p

@@ -16,8 +16,8 @@ from nlu_engine.classifiers.held_out import fit_sigmoid
 from nlu_engine.classifiers.sklearn_intent import (
     SklearnIntentClassifier,
     SVMModel,
-    pairwise_probabilities,
 )
+from nlu_engine.classifiers.svm_probability import pairwise_probabilities
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer

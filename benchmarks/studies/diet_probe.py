@@ -127,7 +127,7 @@ def probe(data: Any, test: list[Any]) -> dict[str, float]:
     head = SentenceHead.fit(sentence_vectors(data.messages, ["use"]),
                             np.array([index[m.intent] for m in data.messages]), len(names))
     seconds = time.perf_counter() - start
-    predicted = head.probabilities(sentence_vectors(test, ["use"])).argmax(axis=1)
+    predicted = head.predict_proba(sentence_vectors(test, ["use"])).argmax(axis=1)
     hits = [names[p] == m.extra["gold_intent"] for p, m in zip(predicted, test, strict=True)]
     return {"accuracy": float(np.mean(hits)), "train_seconds": seconds}
 

@@ -73,11 +73,8 @@ def auroc(in_scores: np.ndarray, out_scores: np.ndarray) -> float:
 
 
 def score(a: dict[str, np.ndarray]) -> None:
-    from nlu_engine.classifiers.calibration import (
-        InScope,
-        expected_calibration_error,
-        fit_temperature,
-    )
+    from nlu_engine.classifiers.calibration import InScope, expected_calibration_error
+    from nlu_engine.classifiers.held_out import fit_temperature
 
     intents = list(a["intents"])
     index = {n: i for i, n in enumerate(intents)}

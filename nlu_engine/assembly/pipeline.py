@@ -132,7 +132,9 @@ def mark_superseded_rankings(components: list[Component]) -> None:
     """Mark each intent classifier whose ranking a later one replaces before any component reads
     it (DIET before the IntentCombiner): the last intent classifier's ranking is the message's,
     as in Rasa, so the earlier one need not calibrate and write its own. A component that
-    requires the intent (FallbackClassifier, which reads the confidence) is a reader."""
+    requires the intent (FallbackClassifier, which reads the confidence) is a reader; one that
+    keeps an earlier prediction when it has none (``replaces_ranking`` False: keyword matching)
+    replaces nothing."""
     for i, component in enumerate(components):
         if not isinstance(component, IntentClassifier):
             continue
@@ -140,7 +142,7 @@ def mark_superseded_rankings(components: list[Component]) -> None:
         for later in components[i + 1:]:
             if INTENT in later.requires:
                 break
-            if INTENT in later.provides:
+            if INTENT in later.provides and getattr(later, "replaces_ranking", True):
                 component.ranking_superseded = True
                 break
 

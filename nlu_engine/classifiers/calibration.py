@@ -1,10 +1,9 @@
-"""Confidences that mean what they say, shared by every intent classifier.
+"""Confidences that mean what they say: the calibration maps every intent classifier applies.
 
-While a classifier trains, a stratified share of its examples is held out (``holdout``, by
-``training_data.split.stratified_holdout``), or every example is predicted by a model trained
-without it (``cross_fitted``, on ``training_data.split.cross_fit_folds``): this module is the one
-place confidences are fitted, whichever way the held-out predictions were made.
-Once the classifier has learned from the rest, its scores for the held-out examples fit two things:
+This module holds what is fitted and applied (``Calibration``, ``InScope``) and how it is
+stored; ``held_out.py`` is the one owner of the fitting. While a classifier trains, a stratified
+share of its examples is held out, or every example is predicted by a model trained without it
+(cross-fitting); its scores for the held-out examples fit two things:
 
 * **Temperature** ``T`` (Guo et al. 2017): the confidences become ``softmax(log p / T)``, with
   ``T`` chosen to minimise the negative log-likelihood of the held-out intents. Then the top
@@ -31,17 +30,16 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from nlu_engine.contract.errors import NOTICE, ConfigError
+from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.npz import load_npz
-from nlu_engine.training_data.split import stratified_holdout
 
 logger = logging.getLogger(__name__)
 
@@ -72,42 +70,6 @@ OUT_OF_SCOPE = "out_of_scope"
 #: a classifier's prediction for calibration: probabilities [B, N] and sentence vectors [B, D]
 #: (None when it has none to offer the in-scope score)
 Predict = Callable[[list[Message]], tuple[np.ndarray, np.ndarray | None]]
-
-
-def fit_temperature(log_probs: np.ndarray, targets: np.ndarray) -> float:
-    """The temperature ``T`` minimising the NLL of ``softmax(log_probs / T)`` [M, N] against
-    ``targets`` [M] (label indices; -1 rows are ignored), searched over log T in [-3, 3]."""
-    from scipy.optimize import minimize_scalar
-
-    keep = targets >= 0
-    scores, y = log_probs[keep].astype(np.float64), targets[keep]
-    if not len(y):
-        return 1.0
-
-    def nll(log_t: float) -> float:
-        z = scores / np.exp(log_t)
-        z = z - z.max(axis=1, keepdims=True)
-        return float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(len(y)), y]))
-
-    result = minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded", options={"xatol": 1e-4})
-    return float(np.exp(result.x))
-
-
-def fit_top_label(confidences: np.ndarray, correct: np.ndarray) -> tuple[float, float]:
-    """``(a, b)`` of ``sigmoid(a * logit(c) + b)`` fitted by likelihood to whether the top
-    predictions with confidences ``c`` [M] were ``correct`` [M]; (1, 0) leaves them as they are."""
-    from scipy.optimize import minimize
-
-    x = _logit(confidences)
-    y = correct.astype(np.float64)
-
-    def nll(w: np.ndarray) -> float:
-        z = w[0] * x + w[1]
-        return float(np.mean(np.logaddexp(0.0, z) - y * z))  # -log-likelihood of a sigmoid
-
-    result = minimize(nll, np.array([1.0, 0.0]), method="L-BFGS-B",
-                      bounds=[(0.05, 20.0), (-10.0, 10.0)])
-    return (float(result.x[0]), float(result.x[1])) if result.success else (1.0, 0.0)
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
@@ -306,167 +268,3 @@ def out_of_scope_intent(configured: str | None, intents: Iterable[str], where: s
             "name one of its intents or leave the parameter out"
         )
     return configured
-
-
-def holdout(
-    labels: Sequence[str | None], enabled: bool, share: float, seed: int | None, where: str,
-    keys: np.ndarray | None = None, trained: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(train, held-out) indices for a classifier's calibration: ``share`` of each label's
-    examples, rounded down, at most ``MAX_HELD_OUT`` in all (``stratified_holdout``, with its
-    ``keys`` and ``trained``); none held out when calibration is off, or (with one notice) when
-    the data is too small to spare ``MIN_HELD_OUT`` examples."""
-    everything = np.arange(len(labels))
-    if not enabled:
-        return everything, np.zeros(0, np.int64)
-    train, held = stratified_holdout(labels, share, seed, keys=keys, trained=trained, max_held=MAX_HELD_OUT)
-    if len(held) < MIN_HELD_OUT:
-        logger.log(
-            NOTICE,
-            "%s: too few examples to hold %d out for calibration (an intent gives one per %d "
-            "examples); its confidences are not calibrated", where, MIN_HELD_OUT, int(np.ceil(1 / share)),
-        )
-        return everything, np.zeros(0, np.int64)
-    return train, held
-
-
-def fit_calibration(
-    predict: Predict,
-    names: list[str],
-    train: list[Message],
-    held: list[Message],
-    label_of: Callable[[Message], str | None],
-    out_of_scope: str | None = None,
-    seed: int | None = 42,
-) -> Calibration:
-    """Fit the temperature on the held-out examples' predictions and, when ``predict`` gives
-    vectors, the in-scope score on the training examples' vectors (a sample of at most
-    ``MAX_REFERENCE_EXAMPLES``) with the held-out ones as its reference. The out-of-scope
-    intent's examples join neither the class means nor the reference."""
-    if not held:
-        return Calibration()
-    index = {name: i for i, name in enumerate(names)}
-    probabilities, held_vectors = predict(held)
-    targets = np.array([index.get(label_of(m) or "", -1) for m in held])
-    fitted = calibrate_probabilities(probabilities, targets)
-    if held_vectors is not None:
-        in_held = np.array([label_of(m) != out_of_scope for m in held])
-        fitted.in_scope = _fit_in_scope(predict, train, index, label_of, out_of_scope, seed,
-                                        held_vectors[in_held])
-    record_held_out(fitted, probabilities, targets, held_vectors)
-    return fitted
-
-
-def record_held_out(fitted: Calibration, probabilities: np.ndarray, targets: np.ndarray,
-                    vectors: np.ndarray | None) -> None:
-    """Keep the held-out examples' calibrated top confidences and whether their top intent was
-    right (``notes``: ``held_out_confidence``, ``held_out_correct``), for what a fallback
-    threshold would do to them (``fallback.threshold_advice``)."""
-    calibrated = fitted.apply(probabilities, vectors)
-    fitted.notes["held_out_confidence"] = [round(float(c), 4) for c in calibrated.max(axis=1)]
-    fitted.notes["held_out_correct"] = [bool(c) for c in calibrated.argmax(axis=1) == targets]
-
-
-def calibrate_probabilities(probabilities: np.ndarray, targets: np.ndarray) -> Calibration:
-    """The temperature, and with enough held-out examples and errors the top label's scaling,
-    fitted on held-out probabilities [M, N] against their label indices [M] (no in-scope score)."""
-    temperature = fit_temperature(np.log(np.maximum(probabilities, 1e-300)), targets)
-    correct = probabilities.argmax(1) == targets
-    slope, bias = 1.0, 0.0
-    if len(targets) >= MIN_HELD_OUT_FOR_PLATT and int((~correct).sum()) >= MIN_ERRORS_FOR_PLATT:
-        tempered = _softmax(np.log(np.maximum(probabilities, 1e-300)) / temperature)
-        slope, bias = fit_top_label(tempered.max(axis=1), correct)
-    notes: dict[str, Any] = {"held_out_accuracy": float(correct.mean())}
-    return Calibration(temperature=temperature, top_slope=slope, top_bias=bias,
-                       examples=len(targets), notes=notes)
-
-
-def cross_fitted(
-    probabilities: np.ndarray, rows: np.ndarray, labels: np.ndarray, vectors: np.ndarray | None,
-    assignment: np.ndarray, out_of_scope: int | None = None,
-) -> Calibration:
-    """A calibration from out-of-fold predictions, for a classifier that cross-fits instead of
-    holding a share out: ``probabilities`` [H, N] of the examples ``rows`` [H], each predicted by
-    a model trained without its fold (``assignment`` [M], ``training_data.split.cross_fit_folds``)
-    of all examples' label indices ``labels`` [M].
-
-    The temperature (and, with enough of them, the top label's scaling) come from the
-    probabilities; with ``vectors`` [M, D], the in-scope score's class means and covariance from
-    every example of a known intent but the out-of-scope one, with the out-of-fold examples'
-    distances (each to means fitted without its fold) as its reference. Uncalibrated when fewer
-    than ``MIN_HELD_OUT`` examples could be held out."""
-    if len(rows) < MIN_HELD_OUT:
-        return Calibration()
-    fitted = calibrate_probabilities(probabilities, labels[rows])
-    if vectors is not None:
-        fitted.in_scope = _cross_fitted_in_scope(vectors, labels, assignment, out_of_scope)
-    fitted.notes["cross_fitted"] = True
-    record_held_out(fitted, probabilities, labels[rows], None if vectors is None else vectors[rows])
-    return fitted
-
-
-def _cross_fitted_in_scope(vectors: np.ndarray, labels: np.ndarray, assignment: np.ndarray,
-                           out_of_scope: int | None) -> InScope | None:
-    """The in-scope score on every in-scope example, its reference each fold's distances to
-    class means fitted without that fold; None when no fold has both sides."""
-    in_scope_rows = labels != out_of_scope if out_of_scope is not None else np.ones(len(labels), bool)
-    reference = []
-    for fold in range(int(assignment.max(initial=-1)) + 1):
-        train = (assignment != fold) & in_scope_rows
-        held = (assignment == fold) & in_scope_rows
-        if held.any() and train.any():
-            reference.append(InScope.fit(vectors[train], labels[train], vectors[held]).reference)
-    if not reference:
-        return None
-    fitted = InScope.fit(vectors[in_scope_rows], labels[in_scope_rows], vectors[:0])
-    fitted.reference = np.sort(np.concatenate(reference))
-    return fitted
-
-
-def refit_in_scope(
-    fitted: Calibration,
-    predict: Predict,
-    names: list[str],
-    examples: list[Message],
-    label_of: Callable[[Message], str | None],
-    out_of_scope: str | None = None,
-    seed: int | None = 42,
-) -> Calibration:
-    """``fitted`` for a network trained again on every example (``examples``, the held-out ones
-    among them). The temperature and the top label's scaling carry over. The in-scope score's
-    class means and covariance are fitted anew on the new network's vectors. No example is held
-    out from it any more, so the reference distances are the first network's, rescaled by how
-    far the training examples themselves lie in each network (the ratio of their medians)."""
-    old = fitted.in_scope
-    if old is None or old.train_median <= 0:
-        return fitted
-    index = {name: i for i, name in enumerate(names)}
-    new = _fit_in_scope(predict, examples, index, label_of, out_of_scope, seed, None, old.alpha)
-    if new is None:
-        return fitted
-    scale = new.train_median / old.train_median
-    new.reference = old.reference * scale
-    notes = {**fitted.notes, "refit_on_all_examples": True, "reference_scale": scale}
-    return Calibration(temperature=fitted.temperature, top_slope=fitted.top_slope,
-                       top_bias=fitted.top_bias, in_scope=new, examples=fitted.examples, notes=notes)
-
-
-def _fit_in_scope(
-    predict: Predict, examples: list[Message], index: dict[str, int],
-    label_of: Callable[[Message], str | None], out_of_scope: str | None, seed: int | None,
-    held_vectors: np.ndarray | None, alpha: float = DEFAULT_ALPHA,
-) -> InScope | None:
-    """The in-scope score fitted on the vectors of ``examples`` of a known intent other than the
-    out-of-scope one (a seeded sample of at most ``MAX_REFERENCE_EXAMPLES``), with
-    ``held_vectors`` [M, D] as its reference (none: an empty one); None without vectors."""
-    chosen = [m for m in examples if label_of(m) in index and label_of(m) != out_of_scope]
-    if len(chosen) > MAX_REFERENCE_EXAMPLES:
-        rng = np.random.default_rng(seed)
-        picked = np.sort(rng.choice(len(chosen), MAX_REFERENCE_EXAMPLES, replace=False))
-        chosen = [chosen[i] for i in picked]
-    _, vectors = predict(chosen)
-    if vectors is None or not chosen:
-        return None
-    labels = np.array([index[label_of(m) or ""] for m in chosen])
-    reference = held_vectors if held_vectors is not None else vectors[:0]
-    return InScope.fit(vectors, labels, reference, alpha=alpha)

@@ -5,7 +5,7 @@ that number is not the chance the entity is exactly right (its type and span): D
 Italian said 0.79 on average for entities 66 % right, and the entities it gave 0.8-0.9 were right
 half the time (BENCHMARKS.md, "Where the entity errors are"). The map fitted here makes a 0.8
 right about 8 times in 10: ``c' = sigmoid(a * logit(c) + b)``, ``a`` and ``b`` fitted by
-likelihood (``calibration.fit_top_label``, the intents' own Platt scaling) to whether each entity
+likelihood (``held_out.fit_top_label``, the intents' own Platt scaling) to whether each entity
 predicted for a held-out training example was exactly right. It is monotone: the entities a
 threshold keeps are the same, only the number a threshold needs changes.
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.classifiers.calibration import fit_top_label
+from nlu_engine.classifiers.held_out import fit_top_label
 
 STATE_FILE = "entity_calibration.json"
 #: fewer held-out predicted entities than this fit no map

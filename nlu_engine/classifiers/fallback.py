@@ -139,7 +139,7 @@ def advice_text(advice: ThresholdAdvice, what: str) -> str:
 def held_out_predictions(components: Sequence[Component]) -> tuple[list[float], list[bool]] | None:
     """The held-out examples' calibrated top confidences and whether they were right, from the
     last of ``components`` that predicts intents and recorded them in its calibration's notes
-    (``classifiers.calibration.record_held_out``); None when none did."""
+    (``classifiers.held_out.record_held_out``); None when none did."""
     for component in reversed(components):
         if INTENT not in component.provides:
             continue

@@ -1,4 +1,10 @@
-"""KeywordIntentClassifier: an intent whose example text occurs as a whole word in the message."""
+"""KeywordIntentClassifier: an intent whose example text occurs as a whole word in the message.
+
+Keyword matching gives a match, not probabilities, so nothing can be calibrated: with
+``calibration`` on (the default of every intent classifier) it says so once at training, and
+its archive marks its confidences uncalibrated (``calibration.json``, ``examples`` 0, with the
+reason in its notes).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.component import IntentClassifier
+from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 
@@ -23,8 +31,17 @@ class KeywordIntentClassifier(IntentClassifier):
         case_sensitive: bool = True
 
     config: Config
+    #: a match is not a probability: there is nothing to calibrate
+    calibrates = False
+    #: no match keeps what an earlier classifier predicted
+    replaces_ranking = False
+    #: what the archive says of its confidences
+    UNCALIBRATED = Calibration(notes={"uncalibrated": "keyword matching gives no probabilities"})
 
     def train(self, data: TrainingData) -> None:
+        if self.config.calibration:
+            logger.log(NOTICE, "%s: keyword matching gives a match, not probabilities; its "
+                       "confidences (1.0 on a match) are not calibrated", self.component_name())
         self.keywords_: dict[str, str] = {}
         for message in data.intent_examples:
             previous = self.keywords_.get(message.text)
@@ -55,6 +72,7 @@ class KeywordIntentClassifier(IntentClassifier):
 
     def persist(self, directory: Path) -> None:
         (directory / "keywords.json").write_text(json.dumps(self.keywords_, ensure_ascii=False))
+        self.UNCALIBRATED.persist(directory)
 
     @classmethod
     def load(cls, directory: Path, config: KeywordIntentClassifier.Config) -> KeywordIntentClassifier:

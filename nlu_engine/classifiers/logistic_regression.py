@@ -12,7 +12,6 @@ import scipy.sparse
 
 from nlu_engine.classifiers import calibration
 from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
-from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import Expected, load_npz, refusal
@@ -109,9 +108,8 @@ class LogisticRegressionClassifier(CalibratedIntentClassifier):
     def process(self, messages: list[Message]) -> None:
         if not messages or not self.classes_:
             return
-        probabilities = self.calibration_.apply(self._probabilities(sentence_matrix(messages, self.width_)))
-        for message, p in zip(messages, probabilities, strict=True):
-            write_intent(message, self.classes_, p, self.config.ranking_length)
+        self.rank(messages, self.classes_, self._probabilities(sentence_matrix(messages, self.width_)),
+                  self.config.ranking_length)
 
     def persist(self, directory: Path) -> None:
         np.savez(directory / "weights.npz", coef=self.coef_, intercept=self.intercept_)

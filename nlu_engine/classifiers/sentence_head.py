@@ -10,11 +10,11 @@ file 69 against 80 intent accuracy, and mixing DIET's probabilities in only lowe
   side (so no encoder outweighs another by its scale).
 * **Training**: scikit-learn's L-BFGS logistic regression, ``C`` 10, on one BLAS thread, in well
   under a second.
-* **Calibration by cross-fitting**: a held-out tenth of 10 examples is one example, so each
-  example is predicted by a head trained without it (``folds`` stratified folds); those
-  out-of-fold probabilities fit the temperature, and their vectors' distances the in-scope
-  reference (``classifiers/calibration.py``), while the head that parses trains on everything.
-  An intent with a single example is never held out (it could not be predicted without it).
+* **An estimator**: ``fit`` on arrays, ``predict_proba`` raw probabilities; it does not calibrate
+  itself. A held-out tenth of 10 examples is one example, so its owner calibrates it by
+  cross-fitting (``classifiers/held_out.py``: each example predicted by a head trained without
+  it), while the head that parses trains on everything. An intent with a single example is
+  never held out (it could not be predicted without it).
 * **Parse**: one product ``[B, D] @ [D, N]`` in NumPy.
 
 Everything learned is plain numbers (``sentence_head.npz``).
@@ -31,12 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from nlu_engine.classifiers import calibration
-from nlu_engine.classifiers.calibration import Calibration
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.npz import Expected, load_npz
 from nlu_engine.contract.threads import single_blas_thread
-from nlu_engine.training_data.split import cross_fit_folds, out_of_fold
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +98,7 @@ class SentenceHead:
         bias[present] = intercept
         return cls(weights=weights, bias=bias)
 
-    def probabilities(self, vectors: np.ndarray) -> np.ndarray:
+    def predict_proba(self, vectors: np.ndarray) -> np.ndarray:
         """Intent probabilities [B, N] of vectors [B, D]."""
         z = vectors.astype(np.float32) @ self.weights + self.bias  # [B, N]
         z = z - z.max(axis=1, keepdims=True)
@@ -141,28 +138,3 @@ def _recorded_features(path: Path) -> int | None:
     if not isinstance(features, int) or isinstance(features, bool) or features < 1:
         raise ValueError(f"{HEAD_SHAPE_FILE}: 'features' is not a feature count")
     return features
-
-
-def cross_fitted_probabilities(
-    vectors: np.ndarray, labels: np.ndarray, n_labels: int, seed: int | None = 42,
-    assignment: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(out-of-fold probabilities [H, N], the indices [H] of the examples they are for): each
-    held-out example predicted by a head trained on the other folds (``assignment``, by default
-    ``cross_fit_folds``)."""
-    assignment = cross_fit_folds(labels, seed=seed) if assignment is None else assignment
-
-    def predict(train: np.ndarray, held: np.ndarray) -> np.ndarray:
-        return SentenceHead.fit(vectors[train], labels[train], n_labels, seed).probabilities(vectors[held])
-
-    return out_of_fold(assignment, predict, n_labels)
-
-
-def cross_fitted_calibration(
-    vectors: np.ndarray, labels: np.ndarray, n_labels: int, out_of_scope: int | None = None,
-    seed: int | None = 42,
-) -> Calibration:
-    """The head's calibration from its out-of-fold predictions (``calibration.cross_fitted``)."""
-    assignment = cross_fit_folds(labels, seed=seed)
-    probabilities, rows = cross_fitted_probabilities(vectors, labels, n_labels, seed, assignment)
-    return calibration.cross_fitted(probabilities, rows, labels, vectors, assignment, out_of_scope)

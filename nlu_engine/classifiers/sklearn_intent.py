@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,10 +38,10 @@ from typing import Any, Literal
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers import calibration, held_out
 from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.logistic_regression import sentence_matrix
-from nlu_engine.classifiers.ranking import write_intent
+from nlu_engine.classifiers.svm_probability import pairs, pairwise_probabilities
 from nlu_engine.contract.component import FEATURES, param
 from nlu_engine.contract.errors import ConfigError
 from nlu_engine.contract.message import Message
@@ -54,7 +55,6 @@ MODEL_FILE = "svm.npz"
 STATE_FILE = "svm.json"
 PROBABILITY_FOLDS = 5  # libsvm's nr_fold for probability estimates
 CALIBRATION_SEED = 1
-MIN_PROBABILITY = 1e-7
 
 
 class SklearnIntentClassifier(CalibratedIntentClassifier):
@@ -182,9 +182,7 @@ class SklearnIntentClassifier(CalibratedIntentClassifier):
             for message in messages:
                 message.intent, message.intent_confidence, message.intent_ranking = None, 0.0, []
             return
-        probabilities = self.calibration_.apply(self.predict_proba(messages))
-        for message, p in zip(messages, probabilities, strict=True):
-            write_intent(message, self.classes_, p, self.config.ranking_length)
+        self.rank(messages, self.classes_, self.predict_proba(messages), self.config.ranking_length)
 
     # --- persistence ----------------------------------------------------------------------
     def persist(self, directory: Path) -> None:
@@ -290,52 +288,49 @@ class SVMModel:
     def _calibrate(
         self, X: scipy.sparse.csr_matrix, y: np.ndarray, weighted_C: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
-        """libsvm's ``svm_binary_svc_probability`` for every pair of classes."""
-        from sklearn.svm import SVC
-
+        """libsvm's ``svm_binary_svc_probability`` for every pair of classes: the pair's
+        decision values cross-validated on libsvm's folds, a sigmoid fitted on them
+        (``held_out``: ``block_folds``, ``out_of_fold``, ``fit_sigmoid``)."""
         rng = np.random.RandomState(CALIBRATION_SEED)
         prob_a, prob_b = [], []
-        for i, j in _pairs(self.n_classes):
+        for pair, (i, j) in enumerate(pairs(self.n_classes)):
             rows = np.concatenate([np.flatnonzero(y == i), np.flatnonzero(y == j)])
             labels = np.where(y[rows] == i, 1, -1)
-            n = len(rows)
-            perm = rng.permutation(n)
-            decisions = np.zeros(n)
-            for fold in range(PROBABILITY_FOLDS):
-                begin, end = fold * n // PROBABILITY_FOLDS, (fold + 1) * n // PROBABILITY_FOLDS
-                held_out = perm[begin:end]
-                if len(held_out) == 0:
-                    continue
-                train = np.concatenate([perm[:begin], perm[end:]])
-                positives = int((labels[train] > 0).sum())
-                negatives = len(train) - positives
-                if positives == 0 and negatives == 0:
-                    decisions[held_out] = 0.0
-                elif negatives == 0:
-                    decisions[held_out] = 1.0
-                elif positives == 0:
-                    decisions[held_out] = -1.0
-                else:
-                    svc = SVC(
-                        C=1.0,
-                        kernel=self.kernel,
-                        gamma=self.gamma,
-                        degree=self.degree,
-                        coef0=self.coef0,
-                        class_weight={1: float(weighted_C[i]), -1: float(weighted_C[j])},
-                    )
-                    svc.fit(X[rows[train]], labels[train])
-                    decisions[held_out] = svc.decision_function(X[rows[held_out]])
-            a, b = sigmoid_train(decisions, labels)
+            order = rng.permutation(len(rows))
+            folds = held_out.block_folds(order, PROBABILITY_FOLDS)
+            decisions = np.zeros(len(rows))
+            predicted, index = held_out.out_of_fold(
+                folds, self._pair_decisions(X[rows], labels, order, weighted_C[[i, j]]), 1)
+            decisions[index] = predicted[:, 0]
+            a, b = held_out.fit_sigmoid(decisions, labels)
             if a >= 0:
                 # Cross-validated decisions that do not rise with the class (a few examples, each
                 # held out from a fold where its class is the minority) would invert the
                 # probabilities: fit the sigmoid on the model's own decisions instead.
-                pair = len(prob_a)
-                a, b = sigmoid_train(self.decision_values(X[rows])[:, pair], labels)
+                a, b = held_out.fit_sigmoid(self.decision_values(X[rows])[:, pair], labels)
             prob_a.append(a)
             prob_b.append(b)
         return np.array(prob_a), np.array(prob_b)
+
+    def _pair_decisions(self, X: scipy.sparse.csr_matrix, labels: np.ndarray, order: np.ndarray,
+                        weights: np.ndarray) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        """``predict(train, held)`` of ``out_of_fold`` for one pair (``labels`` +1 / -1): an SVM
+        fitted on ``train`` in libsvm's order (``order``), its decision values [K, 1] of
+        ``held``; a fold whose training side has one class gives that class's sign."""
+        from sklearn.svm import SVC
+
+        def predict(train: np.ndarray, held: np.ndarray) -> np.ndarray:
+            fit_rows = order[train[order]]
+            positives = int((labels[fit_rows] > 0).sum())
+            negatives = len(fit_rows) - positives
+            if not len(held) or not (positives and negatives):
+                return np.full((len(held), 1), float(np.sign(positives - negatives)))
+            svc = SVC(C=1.0, kernel=self.kernel, gamma=self.gamma, degree=self.degree,
+                      coef0=self.coef0, class_weight={1: float(weights[0]), -1: float(weights[1])})
+            svc.fit(X[fit_rows], labels[fit_rows])
+            return svc.decision_function(X[held])[:, None]
+
+        return predict
 
     # --- prediction ------------------------------------------------------------------------
     def kernel_matrix(self, X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
@@ -361,7 +356,7 @@ class SVMModel:
         K = self.kernel_matrix(X)
         starts = np.concatenate([[0], np.cumsum(self.n_support)[:-1]])
         values = np.empty((K.shape[0], len(self.intercept)))
-        for p, (i, j) in enumerate(_pairs(self.n_classes)):
+        for p, (i, j) in enumerate(pairs(self.n_classes)):
             si, sj = starts[i], starts[j]
             ci, cj = self.n_support[i], self.n_support[j]
             values[:, p] = (
@@ -454,11 +449,7 @@ def check_support_vectors(path: Path, arrays: dict[str, np.ndarray], n_classes: 
             raise refusal(path, problem)
 
 
-# --- libsvm's probability routines in NumPy -------------------------------------------------
-def _pairs(n_classes: int) -> list[tuple[int, int]]:
-    return [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
-
-
+# --- helpers --------------------------------------------------------------------------------
 def _dense(matrix: Any) -> np.ndarray:
     return np.asarray(matrix.toarray() if scipy.sparse.issparse(matrix) else matrix, dtype=np.float64)
 
@@ -467,103 +458,3 @@ def _squared_norms(X: scipy.sparse.csr_matrix | np.ndarray) -> np.ndarray:
     if scipy.sparse.issparse(X):
         return np.asarray(X.multiply(X).sum(axis=1)).ravel().astype(np.float64)
     return np.einsum("ij,ij->i", X, X).astype(np.float64)
-
-
-def sigmoid_train(decisions: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
-    """Platt's sigmoid ``P(+1 | f) = 1 / (1 + exp(A f + B))`` by libsvm's Newton method with
-    backtracking (Lin, Lin and Weng 2007); ``labels`` are +1 / -1."""
-    f = np.asarray(decisions, dtype=np.float64)
-    positive = np.asarray(labels) > 0
-    prior1 = float(positive.sum())
-    prior0 = float(len(f) - prior1)
-    max_iter, min_step, sigma, eps = 100, 1e-10, 1e-12, 1e-5
-    hi_target = (prior1 + 1.0) / (prior1 + 2.0)
-    lo_target = 1.0 / (prior0 + 2.0)
-    t = np.where(positive, hi_target, lo_target)
-
-    def objective(a: float, b: float) -> float:
-        fApB = f * a + b
-        return float(
-            np.sum(
-                np.where(
-                    fApB >= 0,
-                    t * fApB + np.log1p(np.exp(-np.abs(fApB))),
-                    (t - 1) * fApB + np.log1p(np.exp(-np.abs(fApB))),
-                )
-            )
-        )
-
-    A, B = 0.0, float(np.log((prior0 + 1.0) / (prior1 + 1.0)))
-    fval = objective(A, B)
-    for _ in range(max_iter):
-        fApB = f * A + B
-        e = np.exp(-np.abs(fApB))
-        p = np.where(fApB >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-        q = np.where(fApB >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-        d2 = p * q
-        h11 = sigma + float(np.sum(f * f * d2))
-        h22 = sigma + float(np.sum(d2))
-        h21 = float(np.sum(f * d2))
-        d1 = t - p
-        g1 = float(np.sum(f * d1))
-        g2 = float(np.sum(d1))
-        if abs(g1) < eps and abs(g2) < eps:
-            break
-        det = h11 * h22 - h21 * h21
-        dA = -(h22 * g1 - h21 * g2) / det
-        dB = -(-h21 * g1 + h11 * g2) / det
-        gd = g1 * dA + g2 * dB
-        step = 1.0
-        while step >= min_step:
-            new_a, new_b = A + step * dA, B + step * dB
-            new_f = objective(new_a, new_b)
-            if new_f < fval + 0.0001 * step * gd:
-                A, B, fval = new_a, new_b, new_f
-                break
-            step /= 2.0
-        if step < min_step:
-            break
-    return A, B
-
-
-def sigmoid_predict(decisions: np.ndarray, a: float | np.ndarray, b: float | np.ndarray) -> np.ndarray:
-    """``1 / (1 + exp(A f + B))``, computed without overflow."""
-    fApB = np.asarray(decisions, dtype=np.float64) * a + b
-    e = np.exp(-np.abs(fApB))
-    return np.where(fApB >= 0, e / (1.0 + e), 1.0 / (1.0 + e))
-
-
-def pairwise_probabilities(
-    decisions: np.ndarray, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int
-) -> np.ndarray:
-    """Class probabilities from one-vs-one decision values ``[n, n_pairs]``."""
-    n = decisions.shape[0]
-    pairwise = np.clip(sigmoid_predict(decisions, prob_a, prob_b), MIN_PROBABILITY, 1 - MIN_PROBABILITY)
-    r = np.zeros((n, n_classes, n_classes))
-    for p, (i, j) in enumerate(_pairs(n_classes)):
-        r[:, i, j] = pairwise[:, p]
-        r[:, j, i] = 1.0 - pairwise[:, p]
-    # scikit-learn's libsvm couples two classes too (plain libsvm returns r[0, 1], r[1, 0])
-    return np.stack([_multiclass_probability(r[m]) for m in range(n)]) if n else np.zeros((0, n_classes))
-
-
-def _multiclass_probability(r: np.ndarray) -> np.ndarray:
-    """libsvm's ``multiclass_probability``: pairwise coupling, method 2 of Wu, Lin and Weng."""
-    k = r.shape[0]
-    max_iter, eps = max(100, k), 0.005 / k
-    Q = -r.T * r  # Q[t, j] = -r[j, t] * r[t, j]
-    np.fill_diagonal(Q, 0.0)
-    Q[np.diag_indices(k)] = np.sum(r.T**2, axis=1) - np.diag(r) ** 2
-    p = np.full(k, 1.0 / k)
-    for _ in range(max_iter):
-        Qp = Q @ p
-        pQp = float(p @ Qp)
-        if np.max(np.abs(Qp - pQp)) < eps:
-            break
-        for t in range(k):
-            diff = (-Qp[t] + pQp) / Q[t, t]
-            p[t] += diff
-            pQp = (pQp + diff * (diff * Q[t, t] + 2 * Qp[t])) / (1 + diff) / (1 + diff)
-            Qp = (Qp + diff * Q[t]) / (1 + diff)
-            p /= 1 + diff
-    return p

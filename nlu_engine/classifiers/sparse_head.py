@@ -158,7 +158,7 @@ class SparseHead:
         bias[present] = intercept
         return cls(idf=idf, weights=weights, bias=bias)
 
-    def probabilities(self, counts: scipy.sparse.csr_matrix) -> np.ndarray:
+    def predict_proba(self, counts: scipy.sparse.csr_matrix) -> np.ndarray:
         """Intent probabilities [B, N] of counts [B, V]."""
         z = np.asarray(_tfidf(counts, self.idf) @ self.weights, np.float64) + self.bias  # [B, N]
         z = z - z.max(axis=1, keepdims=True)

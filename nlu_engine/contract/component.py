@@ -508,12 +508,20 @@ class DenseFeaturizer(Featurizer):
 
 
 class IntentClassifier(Component):
-    """Predicts the intent and its ranking. Every intent classifier calibrates its confidences
-    (``nlu_engine.classifiers.calibration``) unless ``calibration`` is off: the built-in ones
-    through ``nlu_engine.classifiers.calibrated.CalibratedIntentClassifier.fit_calibrated``, the
-    one hold-out -> fit -> calibrate -> refit sequence."""
+    """Predicts the intent and its ranking. An intent classifier is an estimator (raw label
+    probabilities) whose confidences one module calibrates, unless ``calibration`` is off:
+    ``nlu_engine.classifiers.held_out`` (a held-out share, through
+    ``classifiers.calibrated.CalibratedIntentClassifier``, or cross-fitting), which also records
+    the held-out predictions an ``IntentCombiner`` weighs it on. One that cannot calibrate
+    (``calibrates`` False: keyword matching) says so once and stores its confidences marked
+    uncalibrated."""
 
     provides = (INTENT,)
+    #: whether its confidences can be calibrated (the contract suite checks their ECE)
+    calibrates: bool = True
+    #: whether it replaces the ranking of an intent classifier before it (``False``: it keeps
+    #: an earlier prediction unless it has one of its own, as keyword matching does)
+    replaces_ranking: bool = True
 
     #: set by the pipeline: a later intent classifier replaces this one's ranking before
     #: anything reads it (``assembly.pipeline.superseded_rankings``), so it need not make one

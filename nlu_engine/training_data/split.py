@@ -1,6 +1,7 @@
 """Seeded, intent-stratified splits: the one hold-out every part of the package uses
 (:func:`stratified_holdout`: a classifier's calibration share, DIET's evaluation examples), the
-folds every cross-fitting uses (:func:`cross_fit_folds`),
+one round-robin fold splitter (:func:`round_robin`: every cross-fitting's folds, drawn by
+``classifiers/held_out.py``, and cross-validation's),
 the train/test split users and benchmarks publish (``train_test_split``, drawn as it always was)
 and cross-validation folds.
 
@@ -16,14 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import random
-import warnings
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from nlu_engine.contract.threads import process_threads
 from nlu_engine.contract.training_data import TrainingData
 
 
@@ -74,49 +72,19 @@ def stratified_holdout(
     return np.setdiff1d(np.arange(len(labels)), held_index), held_index
 
 
-#: the folds of a cross-fitting (fewer when no label has that many examples)
-CROSS_FIT_FOLDS = 5
-
-
-def cross_fit_folds(labels: np.ndarray, folds: int = CROSS_FIT_FOLDS, seed: int | None = 42) -> np.ndarray:
-    """A fold in ``range(k)`` for each example [M] of label indices ``labels`` [M], stratified
-    by label (seeded), or -1 for the examples never held out: those of a label with one example.
-    ``k`` is at most ``folds`` and at most the largest label's count. Every classifier that
-    cross-fits (a prediction for each example from a model trained without it) uses these."""
-    rng = np.random.default_rng(seed)
-    assignment = np.full(len(labels), -1, np.int64)
-    counts = np.bincount(labels) if len(labels) else np.zeros(0, np.int64)
-    k = int(min(folds, counts.max(initial=0)))
-    if k < 2:
-        return assignment
+def round_robin(groups: Sequence[Sequence[int]], folds: int, size: int) -> np.ndarray:
+    """The one fold splitter: a fold in ``range(folds)`` for each of ``size`` examples, or -1 for
+    those in no group. Each group's examples (a label's, already shuffled by the caller's
+    generator) take consecutive folds, the next group starting where the last one stopped, so
+    a label's examples spread as evenly as they can and two or more are never all in one fold.
+    Cross-validation (:func:`stratified_folds`) and every cross-fitting
+    (``classifiers/held_out.cross_fit_folds``) draw their folds here."""
+    assignment = np.full(size, -1, np.int64)
     offset = 0
-    for label in np.flatnonzero(counts >= 2):
-        # consecutive folds: a label's two or more examples are never all out at once
-        members = rng.permutation(np.flatnonzero(labels == label))
-        assignment[members] = (offset + np.arange(len(members))) % k
-        offset += len(members)
+    for members in groups:
+        assignment[np.asarray(members, np.int64)] = (offset + np.arange(len(members))) % folds
+        offset = (offset + len(members)) % folds
     return assignment
-
-
-def out_of_fold(
-    assignment: np.ndarray, predict: Callable[[np.ndarray, np.ndarray], np.ndarray], width: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(out-of-fold predictions [H, width], the indices [H] of the examples they are for):
-    ``predict(train, held)`` fits on the examples ``train`` [M] bool (every fold of
-    ``assignment`` but one) and predicts those of ``held`` [K] (that fold).
-
-    The folds' fits are independent, so they run on the process's threads (``process_threads``):
-    the linear heads' solvers use one core each. ``predict`` must be thread-safe; the result is
-    the same as one fold after the other."""
-    folds = [np.flatnonzero(assignment == fold) for fold in range(int(assignment.max(initial=-1)) + 1)]
-    if not folds:
-        return np.zeros((0, width)), np.zeros(0, np.int64)
-    workers = min(len(folds), process_threads())
-    # warning filters are process-wide: fits that silence their own warnings in several threads
-    # at once could leave a filter behind, so the filters are restored once all are done
-    with warnings.catch_warnings(), ThreadPoolExecutor(max_workers=workers) as pool:
-        predictions = list(pool.map(lambda fold: predict(assignment != fold, folds[fold]), range(len(folds))))
-    return np.concatenate(predictions), np.concatenate(folds)
 
 
 def content_keys(texts: Sequence[str]) -> np.ndarray:
@@ -177,14 +145,9 @@ def stratified_folds(
     exactly one test fold, and each intent is spread as evenly as possible over the folds."""
     if n_folds < 2:
         raise ValueError(f"n_folds must be at least 2 (got {n_folds})")
-    fold_of: dict[int, int] = {}
-    offset = 0
-    for label, indices in _groups(data):
-        if len(indices) < 2:
-            continue  # a single example never goes to test
-        for k, index in enumerate(_shuffled(indices, seed, label)):
-            fold_of[index] = (offset + k) % n_folds
-        offset = (offset + len(indices)) % n_folds
+    groups = [_shuffled(indices, seed, label) for label, indices in _groups(data) if len(indices) >= 2]
+    assignment = round_robin(groups, n_folds, len(data.messages))  # a single example never goes to test
+    fold_of = {i: int(f) for i, f in enumerate(assignment) if f >= 0}
     if len(fold_of) < n_folds:
         raise ValueError(
             f"{n_folds} folds need at least {n_folds} examples of intents with two or more "

@@ -115,3 +115,8 @@ def test_an_intent_classifier_whose_ranking_a_later_one_replaces_is_marked() -> 
         "DIETClassifier_2": False, "LogisticRegressionClassifier_4": False}
     assert built("DIETClassifier", "ResponseSelector") == {
         "DIETClassifier_2": False, "ResponseSelector_3": False}
+    # keyword matching keeps an earlier prediction when nothing matches: it replaces nothing
+    assert built("DIETClassifier", "KeywordIntentClassifier") == {
+        "DIETClassifier_2": False, "KeywordIntentClassifier_3": False}
+    assert built("LogisticRegressionClassifier", "KeywordIntentClassifier", "IntentCombiner") == {
+        "LogisticRegressionClassifier_2": True, "KeywordIntentClassifier_3": True, "IntentCombiner_4": False}

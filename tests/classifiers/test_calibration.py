@@ -1,4 +1,5 @@
-"""The calibration every intent classifier shares (classifiers/calibration.py)."""
+"""The calibration every intent classifier shares (classifiers/calibration.py, fitted by
+classifiers/held_out.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nlu_engine.classifiers import calibration
+from nlu_engine.classifiers import calibration, held_out
 from nlu_engine.classifiers.calibration import (
     Calibration,
     InScope,
     expected_calibration_error,
-    fit_temperature,
 )
+from nlu_engine.classifiers.held_out import fit_temperature
 from nlu_engine.contract.errors import NOTICE, ConfigError
 
 
@@ -103,7 +104,7 @@ def test_a_tampered_temperature_is_refused(tmp_path: Path) -> None:
 def test_data_too_small_trains_without_calibration_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
     labels = ["a"] * 12 + ["b"] * 12
     with caplog.at_level(NOTICE):
-        train, held = calibration.holdout(labels, True, 0.1, 42, "DIETClassifier")
+        train, held = held_out.holdout(labels, True, 0.1, 42, "DIETClassifier")
     assert len(train) == 24 and not len(held)
     notices = [r.getMessage() for r in caplog.records]
     assert len(notices) == 1 and "not calibrated" in notices[0] and "DIETClassifier" in notices[0]
@@ -111,7 +112,7 @@ def test_data_too_small_trains_without_calibration_and_says_so_once(caplog: pyte
 
 
 def test_calibration_off_holds_nothing_out() -> None:
-    train, held = calibration.holdout(["a"] * 100 + ["b"] * 100, False, 0.1, 42, "X")
+    train, held = held_out.holdout(["a"] * 100 + ["b"] * 100, False, 0.1, 42, "X")
     assert len(train) == 200 and not len(held)
 
 
@@ -150,14 +151,14 @@ def test_a_refit_keeps_the_temperature_and_rescales_the_reference() -> None:
         rows = [examples.index(m) for m in messages]
         return np.full((len(rows), 2), 0.5), second[rows]
 
-    refit = calibration.refit_in_scope(fitted, predict, names, examples, lambda m: m.intent)
+    refit = held_out.refit_in_scope(fitted, predict, names, examples, lambda m: m.intent)
     assert (refit.temperature, refit.top_slope, refit.top_bias, refit.examples) == (1.7, 1.2, -0.2, 30)
     assert np.allclose(refit.in_scope.means[0], first[:60].mean(0) * 2 + 1)
     scale = refit.notes["reference_scale"]
     assert scale == pytest.approx(refit.in_scope.train_median / in_scope.train_median)
     assert refit.in_scope.reference == pytest.approx(in_scope.reference * scale)
     # an uncalibrated or vector-less calibration is left as it was
-    untouched = calibration.refit_in_scope(Calibration(), predict, names, examples, lambda m: m.intent)
+    untouched = held_out.refit_in_scope(Calibration(), predict, names, examples, lambda m: m.intent)
     assert untouched.examples == 0
 
 
@@ -173,8 +174,8 @@ def test_the_top_label_scaling_needs_enough_held_out_errors(wrong: int, platt: b
     top = rng.uniform(0.9, 0.999, len(held))  # over-confident on the wrong ones too
     probabilities = np.where(np.arange(2)[None, :] == predicted[:, None], top[:, None], 1 - top[:, None])
 
-    fitted = calibration.fit_calibration(lambda messages: (probabilities, None), ["a", "b"], [], held,
-                                         lambda m: m.intent)
+    fitted = held_out.fit_calibration(lambda messages: (probabilities, None), ["a", "b"], [], held,
+                                      lambda m: m.intent)
     assert fitted.examples == 300
     assert ((fitted.top_slope, fitted.top_bias) != (1.0, 0.0)) is platt
 

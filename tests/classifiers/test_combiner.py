@@ -11,12 +11,7 @@ import pytest
 
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.classifiers import scores
-from nlu_engine.classifiers.combiner import (
-    STATE_FILE,
-    IntentCombiner,
-    _likeliest_weights,
-    _surely_better,
-)
+from nlu_engine.classifiers.combiner import STATE_FILE, IntentCombiner
 from nlu_engine.contract.message import Features, Message, Token
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import write_data
@@ -55,28 +50,6 @@ def test_an_uninformative_member_gets_little_weight_and_the_whole_is_not_worse()
     test = clustered_messages(20, 6, seed=0, noise={"good": 0.6, "noise": 50.0})[::3]
     combiner.process(test)
     assert np.mean([m.intent == f"intent_{m.text[1:]}" for m in test]) > 0.8
-
-
-def test_a_member_replaces_the_combination_only_when_surely_better() -> None:
-    both = np.ones(300, bool)
-    one, other = both.copy(), both.copy()
-    one[:2] = True
-    other[:2] = False  # two examples in 300: chance
-    assert not _surely_better(one, other)
-    other[:40] = False  # forty the member gets right and the combination not, none the other way
-    assert _surely_better(one, other)
-    assert not _surely_better(other, one)
-
-
-def test_likeliest_weights_find_the_sharper_of_two_members() -> None:
-    rng = np.random.default_rng(1)
-    targets = rng.integers(0, 4, 300)
-    sharp = np.eye(4)[targets] * 3 + rng.normal(size=(300, 4))
-    blurred = rng.normal(size=(300, 4))
-    logs = np.stack([sharp - np.log(np.exp(sharp).sum(1, keepdims=True)),
-                     blurred - np.log(np.exp(blurred).sum(1, keepdims=True))])
-    w = _likeliest_weights(logs, targets)
-    assert w[0] > 0.5 and w[1] < 0.2
 
 
 def test_recorded_scores_join_only_with_enough_held_out_predictions(caplog: pytest.LogCaptureFixture) -> None:

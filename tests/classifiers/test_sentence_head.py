@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from nlu_engine.assembly.model import Model, train
+from nlu_engine.classifiers import held_out
 from nlu_engine.classifiers.sentence_head import (
     HEAD_FILE,
     SentenceHead,
-    cross_fitted_calibration,
     sentence_vectors,
 )
 from nlu_engine.contract.errors import ArchiveError
@@ -38,7 +38,7 @@ def clusters(per_label: list[int], dim: int = 16, seed: int = 0, spread: float =
 def test_the_head_ranks_separable_labels_and_gives_unseen_labels_nothing() -> None:
     x, y = clusters([8, 8, 8])
     head = SentenceHead.fit(x, y, n_labels=4)
-    p = head.probabilities(x)
+    p = head.predict_proba(x)
     assert p.shape == (24, 4)
     assert np.allclose(p.sum(axis=1), 1.0)
     assert (p.argmax(axis=1) == y).all()
@@ -48,9 +48,9 @@ def test_the_head_ranks_separable_labels_and_gives_unseen_labels_nothing() -> No
 def test_the_head_handles_two_labels_and_one() -> None:
     x, y = clusters([6, 6])
     two = SentenceHead.fit(x, y, n_labels=2)
-    assert (two.probabilities(x).argmax(axis=1) == y).all()
+    assert (two.predict_proba(x).argmax(axis=1) == y).all()
     one = SentenceHead.fit(x[:6], y[:6], n_labels=3)
-    assert np.allclose(one.probabilities(x)[:, 0], 1.0)
+    assert np.allclose(one.predict_proba(x)[:, 0], 1.0)
 
 
 def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None:
@@ -59,7 +59,7 @@ def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None
     head.persist(tmp_path)
     loaded = SentenceHead.load(tmp_path)
     assert loaded is not None
-    assert np.array_equal(loaded.probabilities(x), head.probabilities(x))
+    assert np.array_equal(loaded.predict_proba(x), head.predict_proba(x))
     assert SentenceHead.load(tmp_path / "missing") is None
     f32 = np.float32
     broken = [  # (weights, bias, error, message, labels)
@@ -83,6 +83,15 @@ def test_the_head_round_trips_and_refuses_broken_weights(tmp_path: Path) -> None
         SentenceHead.load(tmp_path, labels=4)
 
 
+def cross_fitted_calibration(x: np.ndarray, y: np.ndarray, n_labels: int):
+    """The head's calibration as its owner fits it: on its out-of-fold predictions."""
+
+    def fit_predict(train: np.ndarray, labels: np.ndarray, held: np.ndarray) -> np.ndarray:
+        return SentenceHead.fit(x[train], labels, n_labels).predict_proba(x[held])
+
+    return held_out.calibrate_cross_fitted(fit_predict, y, n_labels, x)
+
+
 def test_cross_fitted_calibration_is_fitted_on_out_of_fold_predictions() -> None:
     x, y = clusters([10] * 6, spread=0.9, seed=3)
     fitted = cross_fitted_calibration(x, y, n_labels=6)
@@ -92,7 +101,7 @@ def test_cross_fitted_calibration_is_fitted_on_out_of_fold_predictions() -> None
     assert len(fitted.notes["held_out_confidence"]) == len(fitted.notes["held_out_correct"]) == 60
     # out-of-fold predictions are wrong more often than the in-sample ones
     head = SentenceHead.fit(x, y, n_labels=6)
-    assert fitted.notes["held_out_accuracy"] <= float((head.probabilities(x).argmax(1) == y).mean())
+    assert fitted.notes["held_out_accuracy"] <= float((head.predict_proba(x).argmax(1) == y).mean())
 
 
 def test_too_few_examples_to_hold_out_leave_the_head_uncalibrated() -> None:
@@ -154,7 +163,7 @@ def test_diet_ranks_few_shot_intents_with_the_head_and_calibrates_it(
     assert [r["intent"]["name"] for r in results] == ["weather", "music", "food", "travel"]
     # the head's calibrated confidences are what the parse reports
     vectors = diet._head_vectors(model.pipeline.process([Message(text=t) for t in texts]))
-    expected = diet.calibration_.apply(diet.head_.probabilities(vectors), vectors)
+    expected = diet.calibration_.apply(diet.head_.predict_proba(vectors), vectors)
     assert [r["intent"]["confidence"] for r in results] == pytest.approx(expected.max(axis=1).tolist())
 
 

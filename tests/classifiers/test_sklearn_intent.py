@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import scipy.sparse
 
+from nlu_engine.classifiers.held_out import fit_sigmoid
 from nlu_engine.classifiers.sklearn_intent import (
     SklearnIntentClassifier,
     SVMModel,
-    pairwise_probabilities,
-    sigmoid_train,
 )
+from nlu_engine.classifiers.svm_probability import pairwise_probabilities
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.featurizers.sparse.count_vectors import CountVectorsFeaturizer
@@ -105,7 +105,7 @@ def test_sigmoid_train_is_platts_maximum_likelihood() -> None:
     rs = np.random.RandomState(3)
     labels = np.where(rs.rand(200) > 0.5, 1, -1)
     decisions = rs.randn(200) + labels
-    A, B = sigmoid_train(decisions, labels)
+    A, B = fit_sigmoid(decisions, labels)
     assert A < 0  # larger decision values mean the positive class
     # gradient of the regularised log-likelihood (Platt's targets) vanishes at the optimum
     positives = (labels > 0).sum()

@@ -6,7 +6,7 @@ import pytest
 from nlu_engine.contract.message import Message
 from nlu_engine.training_data import TrainingData
 from nlu_engine.training_data.split import (
-    cross_fit_folds,
+    round_robin,
     stratified_folds,
     stratified_holdout,
     train_test_split,
@@ -171,19 +171,7 @@ def test_both_sides_rounds_and_keeps_one_example_each_side() -> None:
     assert Counter(labels[i] for i in most) == {"a": 1, "b": 3, "c": 9, "e": 6}
 
 
-# --- the folds every cross-fitting uses ----------------------------------------------------
-def test_folds_never_hold_out_a_single_example_nor_all_of_a_label() -> None:
-    labels = np.array([0] * 10 + [1] * 3 + [2] + [3] * 2)
-    folds = cross_fit_folds(labels, folds=5, seed=1)
-    assert folds[labels == 2].tolist() == [-1]  # one example: always trains
-    for label in (0, 1, 3):
-        assert len(set(folds[labels == label].tolist())) >= 2  # never all out at once
-    assert set(folds[labels != 2].tolist()) == set(range(5))
-    assert (np.bincount(folds[labels == 0]) == 2).all()  # ten examples over five folds, evenly
-    assert (cross_fit_folds(labels, folds=5, seed=1) == folds).all()  # seeded
-
-
-def test_folds_are_fewer_when_no_label_has_that_many_examples() -> None:
-    folds = cross_fit_folds(np.array([0, 0, 1, 1, 2, 2]), folds=5)
-    assert set(folds.tolist()) == {0, 1}
-    assert (cross_fit_folds(np.array([0, 1, 2]), folds=5) == -1).all()
+# --- the one fold splitter ------------------------------------------------------------------
+def test_round_robin_spreads_each_group_over_consecutive_folds() -> None:
+    folds = round_robin([[4, 0, 2], [1, 5]], 2, 7)
+    assert folds.tolist() == [1, 1, 0, -1, 0, 0, -1]  # 4 0 2 -> 0 1 0; 1 5 -> 1 0; 3 and 6 in none

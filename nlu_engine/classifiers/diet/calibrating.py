@@ -1,4 +1,4 @@
-"""DIET's side of the calibration (``classifiers/calibration.py``): what it holds out, what it
+"""DIET's side of the calibration, which ``classifiers/held_out.py`` fits: what it holds out, what it
 predicts for the fit, when the held-out examples join the training late, and how a parse is calibrated; and,
 on few examples an intent, the sentence head that ranks the intents instead of the network
 (``classifiers/sentence_head.py``), calibrated by cross-fitting.
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nlu_engine.classifiers import calibration, scores, sentence_head
+from nlu_engine.classifiers import calibration, held_out, sentence_head
 from nlu_engine.classifiers.diet.encoders import with_pretrained_features, with_tuned_features
 from nlu_engine.classifiers.diet.resume import example_hashes
 from nlu_engine.classifiers.diet.spec import resolve_epochs
@@ -26,7 +26,6 @@ from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.extractors.entity_chooser import record_held_out
-from nlu_engine.training_data import split
 
 logger = logging.getLogger(__name__)
 
@@ -109,10 +108,11 @@ class CalibratedDIET:
         held: list[Message] = []
         holds = self.records_held_out_entities or self.config.entity_calibration == "hold_out"
         if previous is None and holds and self.tag_vocab_.get("entity"):
-            _, index = split.stratified_holdout(
-                [self.label_of(m) for m in examples], self.config.calibration_share,
-                self.config.random_seed, keys=self.example_keys(examples), max_held=calibration.MAX_HELD_OUT)
-            held = [examples[i] for i in index] if len(index) >= calibration.MIN_HELD_OUT else []
+            _, index = held_out.holdout(
+                [self.label_of(m) for m in examples], True, self.config.calibration_share,
+                self.config.random_seed, self.component_name(), keys=self.example_keys(examples),
+                notice=False)
+            held = [examples[i] for i in index]
         if not held:
             self._train_network(examples, previous, options, epochs=epochs)
             return
@@ -148,12 +148,18 @@ class CalibratedDIET:
             self.config.out_of_scope_intent, self.intents_, self.component_name())
         seed = self.config.random_seed
         self.calibration_ = calibration.Calibration()
+        n = len(self.intents_)
+
+        def fit_predict(train: np.ndarray, train_labels: np.ndarray, held: np.ndarray) -> np.ndarray:
+            head = sentence_head.SentenceHead.fit(vectors[train], train_labels, n, seed)
+            return head.predict_proba(vectors[held])
+
         with single_blas_thread():  # small products: threads cost far more than they give
-            self.head_ = sentence_head.SentenceHead.fit(vectors, labels, len(self.intents_), seed)
+            self.head_ = sentence_head.SentenceHead.fit(vectors, labels, n, seed)
             if self.config.calibration:
                 own = index.get(self.out_of_scope_intent_ or "")
-                self.calibration_ = sentence_head.cross_fitted_calibration(
-                    vectors, labels, len(self.intents_), own, seed)
+                self.calibration_ = held_out.calibrate_cross_fitted(fit_predict, labels, n, vectors,
+                                                                    own, seed)
         if self.config.calibration:
             self._notice_head_calibration(examples)
 
@@ -177,7 +183,7 @@ class CalibratedDIET:
         vectors = self._head_vectors(messages)
         if vectors is None:  # messages without the features: the head sees a blank vector
             vectors = np.zeros((len(messages), self.head_.weights.shape[0]), np.float32)
-        probabilities = self.head_.probabilities(vectors)
+        probabilities = self.head_.predict_proba(vectors)
         for result, p, v in zip(results, probabilities, vectors, strict=True):
             if "intent" in result:
                 result["intent"], result[IN_SCOPE_VECTOR] = p, v
@@ -211,21 +217,15 @@ class CalibratedDIET:
         """Fit ``calibration_`` on the held-out examples' predictions, and leave those raw
         predictions on the held-out examples for a combiner (``records_intent_scores``): they
         were made before the network learned from them."""
-        made: list[np.ndarray] = []
-
         def predict(messages: list[Message]) -> tuple[np.ndarray, np.ndarray | None]:
             results = self.predict_arrays(with_tuned_features(messages, self.trainable_encoders))
-            probabilities, vectors = self._intent_arrays(results)
             if messages is held:
-                made.append(probabilities)
                 self._record_held_out_entities(messages, results)
-            return probabilities, vectors
+            return self._intent_arrays(results)
 
-        self.calibration_ = calibration.fit_calibration(
-            predict, names, train, held, self.label_of, self.calibration_out_of_scope(), seed)
-        if made and self.records_intent_scores:
-            for message, probabilities in zip(held, made[0], strict=True):
-                scores.record(message, self.scorer_name(), names, probabilities)
+        self.calibration_ = held_out.fit_calibration(
+            predict, names, train, held, self.label_of, self.calibration_out_of_scope(), seed,
+            record_as=self.scorer_name() if self.records_intent_scores else None)
 
     def refits(self, examples: int) -> bool:
         """Above ``calibration_refit_below`` examples, or when resuming, the held-out examples
@@ -246,7 +246,7 @@ class CalibratedDIET:
         in-scope reference again once the network has learned from every example. (It trained
         twice before: on the rest, then on everything.)"""
         self._train_network(train, None, None, late=held)
-        self.calibration_ = calibration.refit_in_scope(
+        self.calibration_ = held_out.refit_in_scope(
             self.calibration_, self.calibration_predict, self.intents_, train + held, self.label_of,
             self.out_of_scope_intent_, self.config.random_seed)
 

@@ -22,7 +22,9 @@ from (:meth:`Component.data_fingerprint`); components never see the model's mani
 
 ``requires`` and ``provides`` name what flows between components: ``tokens``,
 ``sparse_features``, ``dense_features``, ``intent``, ``entities``, ``response``. The
-pipeline checks them when it is built.
+pipeline checks them when it is built. ``links`` names the components one needs before it
+(:class:`Link`), checked with the config and resolved by the pipeline; components know each
+other by their names in the config (:meth:`Component.pipeline_name`), never by position.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ One test, parametrized over ``nlu_engine.assembly.registry.COMPONENTS``, so a co
 is covered without writing anything here. For each component it
 
 1. builds a minimal valid pipeline around it: the prerequisites come from the component's
-   ``requires`` (``REQUIREMENT_PROVIDERS``), each with its own prerequisites;
+   ``requires`` (``REQUIREMENT_PROVIDERS``) and its declared ``links``, each with its own
+   prerequisites;
 2. checks the config and that ``__init__`` only stores it: ``Config`` is a frozen dataclass
    whose defaults fit its own types and bounds, ``get_config()`` returns the parameters it was
    given (defaults filled in), ``self.config`` is all ``__init__`` sets, no file is touched
@@ -187,6 +188,17 @@ def pipeline_steps(name: str) -> list[dict[str, Any]]:
             if provider is None:
                 pytest.skip(f"no registered component provides '{requirement}' for {step_name}")
             add(provider, chain | {step_name})
+        # the components it declares it links to (``Component.links``), unless already there
+        for link in cls.links(make_config(cls, tiny_params(step_name), step_name)):
+            if any(link.accepts(component_class(step["name"])) for step in steps):
+                continue
+            candidates = list(link.names) or [*REQUIREMENT_PROVIDERS.get(link.provides, []),
+                                              *sorted(COMPONENTS)]
+            linked = next((n for n in candidates if n in COMPONENTS and n not in chain | {step_name}
+                           and link.accepts(component_class(n))), None)
+            if linked is None:
+                pytest.skip(f"no registered component is {link.what} for {step_name}")
+            add(linked, chain | {step_name})
         steps.append({"name": step_name, **tiny_params(step_name)})
         provided.update(cls.provides)
 
@@ -393,9 +405,9 @@ def test_component_contract(
 
         # learned attributes end in "_"
         fresh = set(vars(cls(**params)))
-        # what the pipeline sets on a component (its place, the config's language, whether a
-        # later intent classifier replaces its ranking) is not learned
-        placed = {"index", "language", "ranking_superseded"}
+        # what the pipeline sets on a component (its place and name, the config's language,
+        # whether a later intent classifier replaces its ranking) is not learned
+        placed = {"index", "step_name", "language", "ranking_superseded"}
         learned = {k for k in vars(trained) if not k.startswith("_")} - fresh - placed
         bad = sorted(k for k in learned if not k.endswith("_"))
         assert not bad, f"{name}.train sets attributes not ending in '_': {bad}"

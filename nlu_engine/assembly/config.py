@@ -123,6 +123,7 @@ def load_config(
         resolve_tokenizer(default.steps, language, where, notices)
         default.steps = steps_for_language(default.steps, language, where, notices)
         default.runtime = runtime or default.runtime
+        check_links(default.steps, where)
         # the shipped file's own `recipe` is not the user's to hear about
         default.notices = notices + [n for n in default.notices if "is accepted and ignored" not in n]
         return default
@@ -136,6 +137,7 @@ def load_config(
     named: list[str] = []
     steps = steps_with_weights(steps, where, notices, named)
     check_order(steps, where)
+    check_links(steps, where)
     return PipelineConfig(language=language, steps=steps, source=where, notices=notices,
                           runtime=runtime, weight_packages=named)
 
@@ -381,6 +383,49 @@ def check_order(steps: list[ComponentSpec], where: str) -> None:
                     f"earlier component provides it; {_ADVICE.get(need, 'reorder the pipeline')}"
                 )
         provided.update(step.cls.provides)
+
+
+def check_links(steps: list[ComponentSpec], where: str) -> None:
+    """Reject a pipeline where a component's declared links (``Component.links``: the combiner's
+    intent classifier, the entity chooser's extractors) find no component before it; the one line
+    names both components and what to do."""
+    for i, step in enumerate(steps):
+        place = f"{where}: {step.name} (step {i + 1})"
+        for link in step.cls.links(step.config):
+            if any(link.accepts(earlier.cls) for earlier in steps[:i]):
+                continue
+            found = [(j, s) for j, s in enumerate(steps) if j != i and link.accepts(s.cls)]
+            if found:
+                j, later = found[0]
+                raise ConfigError(f"{place} needs {later.name} (step {j + 1}) before it: move "
+                                  f"{later.name} above {step.name}")
+            if not link.named_in:
+                raise ConfigError(f"{place} needs {link.what} before it: {link.advice}")
+            named = [(j, s) for j, s in enumerate(steps)
+                     if j != i and s.cls.component_name() in link.names]
+            if named:
+                j, other = named[0]
+                raise ConfigError(f"{place} names {other.name} (step {j + 1}) in `{link.named_in}`, "
+                                  f"which is not {link.what}: {link.advice}")
+            raise ConfigError(f"{place} names {', '.join(link.names)} in `{link.named_in}`, which "
+                              f"is not in the pipeline: {link.advice}")
+
+
+def step_names(names: list[str]) -> list[str]:
+    """Each step's name in the pipeline, which its features and intent scores are known by
+    (``Component.pipeline_name``): its ``name`` as the config writes it, and when the config
+    writes that name more than once, with ``-1``, ``-2``, ... in order (the two
+    CountVectorsFeaturizers: ``CountVectorsFeaturizer-1``, ``CountVectorsFeaturizer-2``). Moving
+    a step leaves every name as it was, unless it passes another step of the same name."""
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    seen: dict[str, int] = {}
+    named = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        named.append(f"{name}-{seen[name]}" if counts[name] > 1 else name)
+    return named
 
 
 _ADVICE = {

@@ -126,7 +126,8 @@ def finetune_pipeline(
     """
     if not data.messages:
         raise DataError("the training data holds no examples; add intents with examples")
-    pipeline = Pipeline.build(config)
+    # the model's names (none, for a model from before them): its features keep their origins
+    pipeline = Pipeline.build(config, names=[c.step_name for c in previous.components])
     # the features learnt from are the ones parsed with, in the config's runtime where this CPU
     # is fast in it (``runtime_for_cpu``)
     runtime = runtime_for_cpu(check_runtime(pipeline.default_runtime()), explicit=True, training=True)
@@ -205,7 +206,7 @@ def _resume_or_train(
         except CannotResume as error:
             reason = str(error) or "cannot resume"
     fresh = type(new)(new.config)  # nothing a failed attempt left behind
-    fresh.index, fresh.language = new.index, new.language
+    fresh.index, fresh.step_name, fresh.language = new.index, new.step_name, new.language
     fresh.train(data)
     return fresh, RETRAINED, reason
 

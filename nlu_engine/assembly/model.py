@@ -49,8 +49,6 @@ def train(
         base = Path(out) if finetune is True else Path(finetune)
         return finetune_model(base, config, data, out, fixed_model_name, overrides, log,
                               finetune_options, allow_components, domain)
-    from nlu_engine.assembly.persistence import save_archive
-
     cfg = config if isinstance(config, PipelineConfig) else load_config(config, overrides)
     if log:
         for notice in cfg.notices:
@@ -67,10 +65,7 @@ def train(
     extra = _manifest_extra(cfg, training_data, seconds, fingerprints(cfg, pipeline.components,
                                                                       training_data), domain_labels)
     extra["runtime"] = pipeline.runtime
-    path = save_archive(pipeline, Path(out) / f"{_archive_name(fixed_model_name)}.tar.gz", extra)
-    if log:
-        log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
-    return path
+    return _save(pipeline, Path(out) / f"{_archive_name(fixed_model_name)}.tar.gz", extra, log)
 
 
 def finetune_model(
@@ -95,20 +90,10 @@ def finetune_model(
     or trained from scratch (:func:`nlu_engine.assembly.finetune.finetune_pipeline`).
     """
     from nlu_engine.assembly.finetune import check_compatible, finetune_pipeline, summary_lines
-    from nlu_engine.assembly.persistence import load_archive, newest_archive, save_archive
+    from nlu_engine.assembly.persistence import load_archive
     from nlu_engine.assembly.registry import allowed_components
 
-    base = Path(base)
-    advice = "train one first, or name it: --finetune MODEL"
-    if base.is_dir():
-        try:
-            base = newest_archive(base)
-        except ArchiveError:
-            raise ArchiveError(
-                f"no model to fine-tune: no archive (*.tar.gz) in '{base}'; {advice}"
-            ) from None
-    elif not base.is_file():
-        raise ArchiveError(f"no model to fine-tune: '{base}' does not exist; {advice}")
+    base = _base_archive(Path(base))
     allowed = [*(allow_components or []), *(custom_components(config) if config is not None else [])]
     previous, manifest, base = load_archive(base, allowed_components(allowed))
     if config is None:
@@ -140,10 +125,34 @@ def finetune_model(
     extra["finetuned_from"] = base.name
     extra["finetune"] = {**dataclasses.asdict(options or FinetuneOptions()),
                          "components": [o.as_dict() for o in outcomes]}
+    return _save(pipeline, path, extra, log)
+
+
+def _save(pipeline: Pipeline, path: Path, extra: dict[str, Any], log: Callable[[str], None] | None) -> Path:
+    """Write the archive (``persistence.save_archive``) and say where."""
+    from nlu_engine.assembly.persistence import save_archive
+
     path = save_archive(pipeline, path, extra)
     if log:
         log(f"model written to {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return path
+
+
+def _base_archive(base: Path) -> Path:
+    """The archive fine-tuning continues: ``base``, or the newest in the folder ``base``."""
+    from nlu_engine.assembly.persistence import newest_archive
+
+    advice = "train one first, or name it: --finetune MODEL"
+    if base.is_dir():
+        try:
+            return newest_archive(base)
+        except ArchiveError:
+            raise ArchiveError(
+                f"no model to fine-tune: no archive (*.tar.gz) in '{base}'; {advice}"
+            ) from None
+    if not base.is_file():
+        raise ArchiveError(f"no model to fine-tune: '{base}' does not exist; {advice}")
+    return base
 
 
 def _log_threshold_notice(pipeline: Pipeline, log: Callable[[str], None] | None) -> None:

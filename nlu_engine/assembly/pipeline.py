@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from nlu_engine.assembly.config import PipelineConfig
-from nlu_engine.contract.component import INTENT, TOKENS, Component, IntentClassifier
+from nlu_engine.assembly.config import PipelineConfig, step_names
+from nlu_engine.contract.component import INTENT, TOKENS, Component, Featurizer, IntentClassifier
 from nlu_engine.contract.errors import ConfigError, DataError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.threads import single_blas_thread
 from nlu_engine.contract.training_data import TrainingData
-from nlu_engine.extractors.entity_chooser import connect_entity_choosers
 from nlu_engine.training_data.alignment import split_tokens_at_annotations
 
 
@@ -69,17 +68,23 @@ class Pipeline:
         self.runtime = "float32"
 
     @classmethod
-    def build(cls, config: PipelineConfig) -> Pipeline:
+    def build(cls, config: PipelineConfig, names: Sequence[str] | None = None) -> Pipeline:
+        """The untrained components of ``config``, named (``names``: the steps' names in the
+        pipeline, by default ``assembly.config.step_names``; fine-tuning keeps the model's) and linked.
+
+        Every link is made here, in generic steps, never by one component reaching into another:
+        the names lists of features (``featurizers``) resolve, each encoder offered for
+        fine-tuning goes to its one reader, and each component's declared links are resolved
+        (:func:`resolve_links`)."""
+        names = step_names([step.name for step in config.steps]) if names is None else names
         components = []
-        for index, step in enumerate(config.steps):
+        for index, (step, name) in enumerate(zip(config.steps, names, strict=True)):
             component = step.cls(step.config)  # validated once, when the config was read
-            component.index = index
-            component.language = config.language
+            component.index, component.step_name, component.language = index, name, config.language
             components.append(component)
+        resolve_feature_names(components)
         tuned = connect_trainable_encoders(components, config.source)
-        connect_entity_choosers(components)
-        for index, component in enumerate(components):
-            component.link(components[:index])
+        resolve_links(components)
         return cls(config, components, tunes_encoders=tuned > 0)
 
     def default_runtime(self) -> str:
@@ -145,6 +150,38 @@ def mark_superseded_rankings(components: list[Component]) -> None:
             if INTENT in later.provides and getattr(later, "replaces_ranking", True):
                 component.ranking_superseded = True
                 break
+
+
+def resolve_feature_names(components: Sequence[Component]) -> None:
+    """Let a component's ``featurizers`` list name a featurizer before it as models before step
+    names did, by its class and position (``CountVectorsFeaturizer_3``): each such entry becomes
+    that featurizer's origin now. The stored config keeps the list as written, so a model loads
+    to the same lists; in a model from before names, origins are those names and nothing changes."""
+    for i, component in enumerate(components):
+        listed = getattr(component.config, "featurizers", None)
+        if not listed or not isinstance(listed, list):
+            continue
+        earlier = [c for c in components[:i] if isinstance(c, Featurizer)]
+        origins = {c.origin() for c in earlier}
+        by_position = {f"{c.component_name()}_{c.index}": c.origin() for c in earlier}
+        resolved = [name if name in origins else by_position.get(name, name) for name in listed]
+        if resolved != listed:
+            component.config = dataclasses.replace(component.config, featurizers=resolved)
+
+
+def resolve_links(components: Sequence[Component]) -> None:
+    """Resolve every declared link (``Component.links``): each earlier component a link accepts
+    is asked what the link asks of it (``Link.asks``: an ``EntityChooser``'s extractors record
+    their held-out entities), then the component takes what it needs to know of the components
+    before it (``Component.link``: the combiner, its members' languages). The config check made
+    sure every link finds a component (``assembly.config.check_links``)."""
+    for i, component in enumerate(components):
+        before = components[:i]
+        for link in component.links(component.config):
+            for earlier in before:
+                if link.asks and link.accepts(type(earlier)):
+                    setattr(earlier, link.asks, True)
+        component.link(before)
 
 
 def connect_trainable_encoders(components: list[Component], where: str) -> int:

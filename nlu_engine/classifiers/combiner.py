@@ -62,7 +62,7 @@ from nlu_engine.classifiers.language_views import (
 )
 from nlu_engine.classifiers.ranking import write_intent
 from nlu_engine.classifiers.sentence_head import sentence_vectors
-from nlu_engine.contract.component import FEATURES, Component, IntentClassifier, param
+from nlu_engine.contract.component import FEATURES, INTENT, Component, IntentClassifier, Link, param
 from nlu_engine.contract.errors import NOTICE
 from nlu_engine.contract.message import TEXT, Message
 from nlu_engine.contract.threads import single_blas_thread
@@ -111,6 +111,12 @@ class IntentCombiner(IntentClassifier):
     #: the bot's own languages, and the combinations over the members other languages trust
     own_languages_: list[str] = []
     views_: list[View] = []
+
+    @classmethod
+    def links(cls, config: IntentCombiner.Config) -> tuple[Link, ...]:
+        """An intent classifier before it whose raw scores it weighs (DIET, logistic regression)."""
+        return (Link("an intent classifier", provides=INTENT, able="records_intent_scores",
+                     advice="add DIETClassifier or LogisticRegressionClassifier above it"),)
 
     def link(self, before: Sequence[Component]) -> None:
         self.member_languages_ = member_languages(before) if self.config.language_views else {}

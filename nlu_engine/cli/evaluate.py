@@ -296,7 +296,7 @@ def run_cross_validation(args: argparse.Namespace) -> int:
 
 # --- pipeline comparison -----------------------------------------------------------------------
 def run_comparison(args: argparse.Namespace) -> int:
-    from nlu_engine.evaluation.experiments import compare_configs
+    from nlu_engine.evaluation.comparison import compare_configs
     from nlu_engine.evaluation.reports import format_comparison, write_comparison
 
     if args.runs < 1:

@@ -41,6 +41,19 @@ def register(commands: Any) -> None:
                        help="JWT algorithm (only HS256)")
     serve.add_argument("--cors", action="append", default=None, metavar="ORIGIN",
                        help="allow cross-origin requests from ORIGIN ('*' for any); repeatable")
+    _add_limits(serve)
+    serve.add_argument("--access-log", action="store_true", help="log one line per request")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    _add_log_options(serve)
+    serve.add_argument("--enable-api", action="store_true",
+                       help="accepted for Rasa compatibility; the API is always on")
+    allow.add_arguments(serve)
+    allow.add_runtime_argument(serve)
+    serve.set_defaults(func=cmd_serve)
+
+
+def _add_limits(serve: argparse.ArgumentParser) -> None:
+    """Workers, request limits and timeouts, batching and threads."""
     serve.add_argument("--workers", type=int, default=1,
                        help="worker processes, each with its own copy of the model (default: 1; "
                             "PUT /model reaches every worker; DELETE /model needs 1)")
@@ -64,8 +77,10 @@ def register(commands: Any) -> None:
     serve.add_argument("--tf-threads", type=int, default=None,
                        help="TensorFlow intra-op threads per process (default: 1, or "
                             "$TF_NUM_INTRAOP_THREADS; more helps only for large batches on many cores)")
-    serve.add_argument("--access-log", action="store_true", help="log one line per request")
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+
+
+def _add_log_options(serve: argparse.ArgumentParser) -> None:
+    """``--log-messages`` and what goes with it (the server's message log)."""
     log = serve.add_argument_group(
         "logging what the server parses",
         "record every parse (text, time, model, intent, ranking, entities, confidence, sender_id "
@@ -80,11 +95,6 @@ def register(commands: Any) -> None:
                      help="delete the rows older than N days (checked every minute)")
     log.add_argument("--log-max-rows", type=int, default=None, metavar="N",
                      help="keep only the newest N rows (checked every minute and at shutdown)")
-    serve.add_argument("--enable-api", action="store_true",
-                       help="accepted for Rasa compatibility; the API is always on")
-    allow.add_arguments(serve)
-    allow.add_runtime_argument(serve)
-    serve.set_defaults(func=cmd_serve)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

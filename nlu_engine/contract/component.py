@@ -22,23 +22,28 @@ from (:meth:`Component.data_fingerprint`); components never see the model's mani
 
 ``requires`` and ``provides`` name what flows between components: ``tokens``,
 ``sparse_features``, ``dense_features``, ``intent``, ``entities``, ``response``. The
-pipeline checks them when it is built.
+pipeline checks them when it is built. ``links`` names the components one needs before it
+(:class:`Link`), checked with the config and resolved by the pipeline; components know each
+other by their names in the config (:meth:`Component.pipeline_name`), never by position.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import functools
-import types
-import typing
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from nlu_engine.contract.errors import ConfigError, closest
+from nlu_engine.contract.errors import ConfigError
+from nlu_engine.contract.hyperparameters import (
+    ComponentConfig,
+    build_config,
+    field_names,
+    param,
+)
+from nlu_engine.contract.hyperparameters import (
+    config_fields as config_fields,  # re-exported: the components import it from here
+)
 from nlu_engine.contract.languages import encoder_languages
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -54,9 +59,6 @@ INTENT = "intent"
 ENTITIES = "entities"
 RESPONSE = "response"
 SPACY_DOC = "spacy_doc"
-
-Bounds = tuple[float | None, float | None]
-
 
 class CannotResume(Exception):
     """Raised by ``Component.finetune``: this component cannot continue from its stored state
@@ -95,203 +97,6 @@ class FinetuneOptions:
                 raise ConfigError(
                     f"{name.replace('_', '-')} must be a number from {floor} to 1, got {value!r}"
                 )
-
-
-def param(default: Any = dataclasses.MISSING, *, low: float | None = None,
-          high: float | None = None) -> Any:
-    """A config field: its default and inclusive bounds for every number in its value.
-
-    A list or mapping default is copied for each config, so no two configs share it.
-    """
-    metadata = {"bounds": (low, high)} if low is not None or high is not None else {}
-    if isinstance(default, list | dict):
-        return dataclasses.field(default_factory=functools.partial(copy.deepcopy, default),
-                                 metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ComponentConfig:
-    """The hyperparameters of a component: subclass it as ``@dataclass(frozen=True, kw_only=True)``.
-
-    Building one checks every field against its type hint and bounds, then runs ``validate``;
-    each problem is a one-line ConfigError naming the parameter.
-    """
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        self.validate()
-
-    def validate(self) -> None:
-        """Checks between fields: raise ConfigError saying which fields clash and what to do.
-        An override calls ``super().validate()``."""
-
-    def notices(self) -> list[str]:
-        """One line per setting that is accepted but has no effect, shown when training starts."""
-        return []
-
-    #: parameters a fine-tuning config may set differently from the model's (how long and how
-    #: visibly training runs, not what it builds); every other difference is refused
-    finetune_free: ClassVar[frozenset[str]] = frozenset()
-
-    def as_dict(self) -> dict[str, Any]:
-        """Every parameter by name, in declaration order (what a model archive stores)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-
-    # A custom component written before ``load`` took the typed config rebuilds it with
-    # ``cls(**config)``: these two keep that working, with a DeprecationWarning.
-    def keys(self) -> list[str]:
-        """Deprecated: the parameter names, so that ``cls(**config)`` still works in an old
-        ``load``; build the component with ``cls(config)`` instead."""
-        warnings.warn(
-            f"{type(self).__qualname__}: Component.load receives the typed Config now; build "
-            "the component with cls(config) rather than cls(**config)",
-            DeprecationWarning, stacklevel=2,
-        )
-        return [f.name for f in dataclasses.fields(self)]
-
-    def __getitem__(self, name: str) -> Any:
-        """Deprecated: a parameter by name, for ``cls(**config)`` (see ``keys``)."""
-        if name not in _field_names(type(self)):
-            raise KeyError(name)
-        return getattr(self, name)
-
-
-def config_fields(config_class: type[ComponentConfig]) -> dict[str, dataclasses.Field[Any]]:
-    """The parameters of a config class by name, in declaration order."""
-    return {f.name: f for f in dataclasses.fields(config_class) if f.init}
-
-
-_FIELD_NAMES: dict[type, frozenset[str]] = {}
-
-
-def _field_names(config_class: type[ComponentConfig]) -> frozenset[str]:
-    names = _FIELD_NAMES.get(config_class)
-    if names is None:
-        names = _FIELD_NAMES[config_class] = frozenset(config_fields(config_class))
-    return names
-
-
-def build_config(config_class: type[ComponentConfig], params: dict[str, Any]) -> ComponentConfig:
-    """``config_class(**params)``; an unknown key (with the closest name), a missing required
-    one, a wrong type, a value out of bounds and a failed ``validate`` are ConfigErrors."""
-    known = config_fields(config_class)
-    for key in params:
-        if key not in known:
-            allowed = ", ".join(sorted(known)) or "none"
-            raise ConfigError(
-                f"unknown parameter {str(key)[:80]!r}{closest(str(key), known)}; allowed: {allowed}"
-            )
-    for key, f in known.items():
-        if key not in params and f.default is f.default_factory is dataclasses.MISSING:
-            raise ConfigError(f"parameter '{key}' is required")
-    return config_class(**params)
-
-
-def check_fields(config: ComponentConfig) -> None:
-    """Raise ConfigError for a field that does not fit its type hint or its bounds."""
-    hints = _type_hints(type(config))
-    bounds = _bounds(type(config))
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        hint = hints.get(f.name, Any)
-        if not type_matches(value, hint):
-            raise ConfigError(f"parameter '{f.name}' must be {describe(hint)}, got {value!r}")
-        low, high = bounds.get(f.name, (None, None))
-        for number in _numbers(value):
-            if (low is not None and number < low) or (high is not None and number > high):
-                allowed = f"[{'-inf' if low is None else low}, {'inf' if high is None else high}]"
-                raise ConfigError(
-                    f"parameter '{f.name}' = {value!r} is out of range; allowed {allowed}"
-                )
-
-
-def _type_hints(config_class: type) -> dict[str, Any]:
-    try:
-        return typing.get_type_hints(config_class)
-    except Exception:  # an unresolvable annotation in a custom component: skip type checks
-        return {}
-
-
-def _bounds(config_class: type) -> dict[str, Bounds]:
-    """Each field's bounds from its most derived declaration that gives any."""
-    bounds: dict[str, Bounds] = {}
-    for klass in reversed(config_class.__mro__):
-        for f in vars(klass).get("__dataclass_fields__", {}).values():
-            if "bounds" in f.metadata:
-                bounds[f.name] = f.metadata["bounds"]
-    return bounds
-
-
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, list | tuple):
-        return [n for v in value for n in _numbers(v)]
-    if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    return []
-
-
-def type_matches(value: Any, hint: Any) -> bool:
-    """Whether a YAML value fits a type hint (bool, int, float, str, None, Literal, unions,
-    list/tuple/dict of those)."""
-    if hint is Any:
-        return True
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return any(type_matches(value, a) for a in args)
-    if origin is Literal:
-        return value in args
-    if hint is type(None) or hint is None:
-        return value is None
-    if hint is bool:
-        return isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is str:
-        return isinstance(value, str)
-    if origin in (list, tuple, typing.Sequence) or hint in (list, tuple):
-        if not isinstance(value, list | tuple):
-            return False
-        if not args or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
-            return not args or all(type_matches(v, args[0]) for v in value)
-        if origin is tuple:
-            return len(args) == len(value) and all(map(type_matches, value, args))
-        return all(type_matches(v, args[0]) for v in value)
-    if origin is dict or hint is dict:
-        if not isinstance(value, dict):
-            return False
-        if not args:
-            return True
-        return all(type_matches(k, args[0]) and type_matches(v, args[1]) for k, v in value.items())
-    if isinstance(hint, type):
-        return isinstance(value, hint)
-    return True
-
-
-def describe(hint: Any) -> str:
-    """A type hint in words, for error messages."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(describe(a) for a in args)
-    if origin is Literal:
-        return "one of " + ", ".join(repr(a) for a in args)
-    if hint is type(None):
-        return "null"
-    if origin in (list, tuple):
-        return f"a list of {describe(args[0])}" if args else "a list"
-    if origin is dict:
-        return f"a mapping of {describe(args[0])} to {describe(args[1])}" if args else "a mapping"
-    return {bool: "true/false", int: "an integer", float: "a number", str: "a string"}.get(
-        hint, getattr(hint, "__name__", str(hint))
-    )
 
 
 @dataclass(frozen=True)
@@ -350,6 +155,38 @@ class TrainableEncoder(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Link:
+    """A component this one needs before it in the pipeline, declared by its class
+    (:meth:`Component.links`, beside ``requires`` and ``provides``), checked when the config is
+    validated (``assembly.config.check_links``: a one-line error naming both components) and
+    resolved when the pipeline is built (``assembly.pipeline.resolve_links``), as spaCy's
+    listeners declare the component they feed on.
+
+    The linked components are the earlier ones whose name is one of ``names`` (any, when empty),
+    that provide ``provides`` (when given) and whose class sets ``able`` True (when given). At
+    build, the pipeline sets ``asks`` True on each of them (an attribute their base declares:
+    ``EntityExtractor.records_held_out_entities``), then calls the component's ``link``.
+    """
+
+    #: what is needed, in the error: "an intent classifier", "CRFEntityExtractor"
+    what: str
+    #: what to do when it is missing: "add DIETClassifier or LogisticRegressionClassifier above it"
+    advice: str
+    names: tuple[str, ...] = ()
+    provides: str = ""
+    able: str = ""
+    asks: str = ""
+    #: the config field that names the linked component ("extractors"), for the error
+    named_in: str = ""
+
+    def accepts(self, cls: type[Component]) -> bool:
+        """Whether a component of ``cls`` placed before it satisfies this link."""
+        return ((not self.names or cls.component_name() in self.names)
+                and (not self.provides or self.provides in cls.provides)
+                and (not self.able or getattr(cls, self.able, False) is True))
+
+
 class Component:
     """Base of every pipeline component."""
 
@@ -369,8 +206,11 @@ class Component:
     #: frozen pre-trained featurizer): fine-tuning keeps them as they are
     learns_from_data: ClassVar[bool] = True
 
-    #: set by the pipeline: the component's place in the pipeline and the config's language
+    #: set by the pipeline: the component's place in the pipeline, its name there (the step's
+    #: ``name``, with a suffix when the name appears more than once: ``assembly.config.step_names``;
+    #: empty in a model from before names) and the config's language
     index: int = 0
+    step_name: str = ""
     language: str = "en"
 
     def __init__(self, config: ComponentConfig | None = None, /, **params: Any) -> None:
@@ -391,7 +231,7 @@ class Component:
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Refuse to shadow a hyperparameter: that assignment would be silently ignored."""
-        if name in _field_names(self.Config):
+        if name in field_names(self.Config):
             raise AttributeError(
                 f"{self.component_name()}.{name} is a hyperparameter: set it in the config, e.g. "
                 f"component.config = dataclasses.replace(component.config, {name}=...)"
@@ -401,6 +241,19 @@ class Component:
     @classmethod
     def component_name(cls) -> str:
         return cls.__name__
+
+    def pipeline_name(self) -> str:
+        """The name the other components know this one by (its features' origin, its recorded
+        intent scores): its name in the config, which moving it does not change; in a model
+        trained before names were kept, and for a component built outside a pipeline, its class
+        and position, as that model stored them."""
+        return self.step_name or f"{self.component_name()}_{self.index}"
+
+    @classmethod
+    def links(cls, config: ComponentConfig) -> tuple[Link, ...]:
+        """The components this one needs before it (:class:`Link`), given its config; none by
+        default. The pipeline checks them with the config and resolves them when it is built."""
+        return ()
 
     def get_config(self) -> dict[str, Any]:
         """The hyperparameters this instance was built with, every one by name."""
@@ -424,7 +277,8 @@ class Component:
     def link(self, before: Sequence[Component]) -> None:
         """Take what this component needs to know of the components ``before`` it in the
         pipeline (the languages of the encoders an intent combiner weighs). ``Pipeline.build``
-        calls it once, before training; what it learns is persisted as any learned state."""
+        calls it once, before training, after resolving the declared :meth:`links`; what it
+        learns is persisted as any learned state."""
 
     def accept_trainable_encoder(self, encoder: TrainableEncoder) -> bool:
         """Take ``encoder`` to fine-tune while training; False when this component cannot.
@@ -486,10 +340,11 @@ class Featurizer(Component):
     provides = (SPARSE_FEATURES,)
     processes_training_data = True
 
-    #: name written into Features.origin; a featurizer whose config has ``alias`` uses it instead
     def origin(self) -> str:
+        """The name written into ``Features.origin``: its name in the pipeline, or the config's
+        ``alias`` when it has one."""
         alias = getattr(self.config, "alias", None)
-        return alias or f"{self.component_name()}_{self.index}"
+        return alias or self.pipeline_name()
 
 
 class DenseFeaturizer(Featurizer):
@@ -527,10 +382,14 @@ class IntentClassifier(Component):
     #: anything reads it (``assembly.pipeline.superseded_rankings``), so it need not make one
     ranking_superseded: bool = False
 
+    #: whether it leaves its raw probabilities for an ``IntentCombiner`` (``classifiers/scores``),
+    #: which needs one such classifier before it (its ``links``)
+    records_intent_scores: bool = False
+
     def scorer_name(self) -> str:
         """The name an intent combiner knows this classifier's recorded scores by
         (``classifiers/scores``)."""
-        return f"{self.component_name()}_{self.index}"
+        return self.pipeline_name()
 
     @dataclass(frozen=True, kw_only=True)
     class Config(Component.Config):
@@ -543,3 +402,8 @@ class IntentClassifier(Component):
 
 class EntityExtractor(Component):
     provides = (ENTITIES,)
+
+    #: set by the pipeline when an ``EntityChooser`` links to this extractor (``Link.asks``): it
+    #: records the entities it predicts for the training examples it holds out
+    #: (``extractors.entity_chooser.record_held_out``); one that holds nothing out ignores it
+    records_held_out_entities: bool = False

@@ -5,21 +5,20 @@
   ``responses``: response selection scores, as ``rasa test nlu``; ``confidence``: calibration,
   out of scope and the fallback sweep; ``thresholds``: the share of test messages the model's
   FallbackClassifier threshold sends to ``nlu_fallback``.
-- ``experiments``: train and score configs: one model, cross-validation, config comparison.
+- ``experiments``: train and score configs: one model, cross-validation; ``comparison``: configs
+  compared.
 - ``reports``: Rasa's result files, ``summary.json``, the terminal lines; with ``html`` (the
   ``index.html`` page) and ``plots`` (PNG plots, when matplotlib is installed).
 
 The names most callers need are importable from here.
 """
 
+from nlu_engine.evaluation.comparison import Comparison, compare_configs, comparison_point
 from nlu_engine.evaluation.experiments import (
-    Comparison,
     CrossValidation,
     Progress,
     RunResult,
     aggregate_folds,
-    compare_configs,
-    comparison_point,
     cross_validate,
     cross_validation_fold,
     evaluate_model,

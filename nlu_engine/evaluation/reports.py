@@ -106,39 +106,7 @@ def write_reports(
     start = time.perf_counter()
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
-    intent = evaluation.intent
-    if intent is not None:
-        _dump(folder / "intent_report.json", intent.report)
-        written.append("intent_report.json")
-        if errors:
-            _dump(folder / "intent_errors.json", intent.errors)
-            written.append("intent_errors.json")
-        if successes:
-            _dump(folder / "intent_successes.json", intent.successes)
-            written.append("intent_successes.json")
-    if evaluation.confidence is not None:  # the reliability bins and the fallback sweep
-        _dump(folder / "intent_confidence.json", {"bins": evaluation.confidence.bins,
-                                                  "sweep": evaluation.confidence.sweep})
-        written.append("intent_confidence.json")
-    selection = evaluation.response_selection
-    if selection is not None:
-        written.extend(_write_labelled(folder, "response_selection", selection.report,
-                                       selection.errors if errors else None,
-                                       selection.successes if successes else None))
-    for name, entity in evaluation.entities.items():
-        _dump(folder / f"{name}_report.json", entity.report)
-        written.append(f"{name}_report.json")
-        if errors:
-            _dump(folder / f"{name}_errors.json", entity.errors)
-            written.append(f"{name}_errors.json")
-        if successes:
-            _dump(folder / f"{name}_successes.json", entity.successes)
-            written.append(f"{name}_successes.json")
-        if entity.confidence is not None:  # the reliability bins and the threshold table
-            _dump(folder / f"{name}_confidence.json", {"bins": entity.confidence.bins,
-                                                       "thresholds": entity.confidence.thresholds})
-            written.append(f"{name}_confidence.json")
+    written = _write_json(evaluation, folder, errors, successes)
 
     images: list[tuple[str, Path]] = []
     notices: list[str] = list((info or {}).get("notices") or [])  # the caller's come first
@@ -148,12 +116,7 @@ def write_reports(
         else:
             images = _plot_all(evaluation, folder)
             written.extend(path.name for _, path in images)
-    confidence = evaluation.confidence
-    if confidence is not None and not confidence.num_out_of_scope:
-        notices.append(
-            f"the test data has no examples of the out-of-scope intent "
-            f"'{confidence.out_of_scope_intent}': calibration only (mark out-of-scope test "
-            "messages with that intent, or name yours with --out-of-scope-intent)")
+    notices.extend(_out_of_scope_notice(evaluation))
 
     summary = {**evaluation.summary(), **dict(info or {})}
     summary["files"] = [*written, "summary.json", *(["index.html"] if html else [])]
@@ -164,6 +127,43 @@ def write_reports(
     summary.setdefault("timings", {})["report_seconds"] = round(time.perf_counter() - start, 3)
     _dump(folder / "summary.json", summary)
     return summary
+
+
+def _write_json(evaluation: Evaluation, folder: Path, errors: bool, successes: bool) -> list[str]:
+    """The JSON reports of each scored part (intents, responses, each extractor's entities) and
+    their confidence tables; the names of the files written, in order."""
+    written: list[str] = []
+    intent = evaluation.intent
+    if intent is not None:
+        written.extend(_write_labelled(folder, "intent", intent.report, intent.errors if errors else None,
+                                       intent.successes if successes else None))
+    if evaluation.confidence is not None:  # the reliability bins and the fallback sweep
+        _dump(folder / "intent_confidence.json", {"bins": evaluation.confidence.bins,
+                                                  "sweep": evaluation.confidence.sweep})
+        written.append("intent_confidence.json")
+    selection = evaluation.response_selection
+    if selection is not None:
+        written.extend(_write_labelled(folder, "response_selection", selection.report,
+                                       selection.errors if errors else None,
+                                       selection.successes if successes else None))
+    for name, entity in evaluation.entities.items():
+        written.extend(_write_labelled(folder, name, entity.report, entity.errors if errors else None,
+                                       entity.successes if successes else None))
+        if entity.confidence is not None:  # the reliability bins and the threshold table
+            _dump(folder / f"{name}_confidence.json", {"bins": entity.confidence.bins,
+                                                       "thresholds": entity.confidence.thresholds})
+            written.append(f"{name}_confidence.json")
+    return written
+
+
+def _out_of_scope_notice(evaluation: Evaluation) -> list[str]:
+    """The notice of test data without the out-of-scope intent (calibration is all it scores)."""
+    confidence = evaluation.confidence
+    if confidence is None or confidence.num_out_of_scope:
+        return []
+    return [f"the test data has no examples of the out-of-scope intent "
+            f"'{confidence.out_of_scope_intent}': calibration only (mark out-of-scope test "
+            "messages with that intent, or name yours with --out-of-scope-intent)"]
 
 
 def _write_labelled(

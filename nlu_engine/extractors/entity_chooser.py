@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nlu_engine.contract.component import ENTITIES, Component, FinetuneOptions, param
+from nlu_engine.contract.component import ENTITIES, Component, FinetuneOptions, Link, param
 from nlu_engine.contract.errors import NOTICE, ConfigError
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
@@ -51,16 +51,6 @@ STATE_FILE = "chooser.json"
 def record_held_out(message: Message, extractor: str, entities: Iterable[dict[str, Any]]) -> None:
     """Keep ``extractor``'s entities predicted for a training example it held out."""
     message.extra.setdefault(HELD_OUT_ENTITIES, {})[extractor] = list(entities)
-
-
-def connect_entity_choosers(components: Sequence[Component]) -> None:
-    """Ask each extractor an ``EntityChooser`` names to record its held-out entities (DIET then
-    holds a share out on few examples an intent, which costs it a little: BENCHMARKS.md,
-    "Entities from few examples"); nothing changes for a pipeline without a chooser."""
-    named = {name for c in components if isinstance(c, EntityChooser) for name in c.config.extractors}
-    for component in components:
-        if component.component_name() in named and hasattr(component, "records_held_out_entities"):
-            component.records_held_out_entities = True
 
 
 def held_out_examples(messages: Sequence[Message]) -> list[Message]:
@@ -103,6 +93,16 @@ class EntityChooser(Component):
                                   "e.g. [DIETClassifier, CRFEntityExtractor]")
 
     config: Config
+
+    @classmethod
+    def links(cls, config: EntityChooser.Config) -> tuple[Link, ...]:
+        """Each extractor of ``extractors`` before it, asked to record its held-out entities (DIET
+        then holds a share out on few examples an intent, which costs it a little: BENCHMARKS.md,
+        "Entities from few examples"); nothing changes for a pipeline without a chooser."""
+        return tuple(Link("an entity extractor", names=(name,), provides=ENTITIES,
+                          asks="records_held_out_entities", named_in="extractors",
+                          advice=f"add it above {cls.component_name()} or leave it out of `extractors`")
+                     for name in config.extractors)
 
     def train(self, data: TrainingData) -> None:
         members = list(self.config.extractors)

@@ -256,9 +256,8 @@ MESSAGE_LOG_STATUS: dict[str, Any] = {
 }
 
 
-def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
-    """What the requests send and the service endpoints answer."""
-    return {
+#: what the service endpoints answer (/version, /health, /status)
+SERVICE_SCHEMAS: dict[str, Any] = {
     "Version": {
         "type": "object",
         "required": ["version", "minimum_compatible_version"],
@@ -292,6 +291,13 @@ def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
             "message_log": MESSAGE_LOG_STATUS,
         },
     },
+}
+
+
+def _request_schemas(text: dict[str, Any]) -> dict[str, Any]:
+    """What the requests send and the service endpoints answer."""
+    return {
+    **SERVICE_SCHEMAS,
     "ParseRequest": {
         "type": "object",
         "required": ["text"],

@@ -411,21 +411,7 @@ def spans_to_entities(
         ``[{"entity", "start", "end", "value", "confidence_entity"?, "role"?,
         "confidence_role"?, "group"?, "confidence_group"?, "extractor"?}]`` in text order.
     """
-    tags = dict(token_tags) if isinstance(token_tags, Mapping) else {"entity": list(token_tags)}
-    if token_confidences is None:
-        confidences: dict[str, list[float]] | None = None
-    elif isinstance(token_confidences, Mapping):
-        confidences = {k: [float(c) for c in v] for k, v in token_confidences.items()}
-    else:
-        confidences = {"entity": [float(c) for c in token_confidences]}
-    for name, values in tags.items():
-        if len(values) != len(tokens):
-            raise ValueError(f"{len(values)} {name} tags for {len(tokens)} tokens")
-    if confidences is not None:
-        for name, scores in confidences.items():
-            if len(scores) != len(tokens):
-                raise ValueError(f"{len(scores)} {name} confidences for {len(tokens)} tokens")
-
+    tags, confidences = _per_token(len(tokens), token_tags, token_confidences)
     entity_tags_ = list(tags["entity"])
     if bilou:
         entity_scores = confidences.get("entity") if confidences else None
@@ -453,6 +439,29 @@ def spans_to_entities(
         if extractor is not None:
             entity["extractor"] = extractor
     return entities
+
+
+def _per_token(
+    count: int,
+    token_tags: Sequence[str] | Mapping[str, Sequence[str]],
+    token_confidences: Sequence[float] | Mapping[str, Sequence[float]] | None,
+) -> tuple[dict[str, Sequence[str]], dict[str, list[float]] | None]:
+    """``spans_to_entities``'s tags and confidences as mappings by name (``entity``, ``role``,
+    ``group``), each checked to hold one value for each of the ``count`` tokens."""
+    tags = dict(token_tags) if isinstance(token_tags, Mapping) else {"entity": list(token_tags)}
+    if token_confidences is None:
+        confidences: dict[str, list[float]] | None = None
+    elif isinstance(token_confidences, Mapping):
+        confidences = {k: [float(c) for c in v] for k, v in token_confidences.items()}
+    else:
+        confidences = {"entity": [float(c) for c in token_confidences]}
+    for name, values in tags.items():
+        if len(values) != count:
+            raise ValueError(f"{len(values)} {name} tags for {count} tokens")
+    for name, scores in (confidences or {}).items():
+        if len(scores) != count:
+            raise ValueError(f"{len(scores)} {name} confidences for {count} tokens")
+    return tags, confidences
 
 
 def _splits(setting: bool | Mapping[str, bool], label: str) -> bool:

@@ -191,12 +191,20 @@ def validate(
                 f"{MIN_EXAMPLES_PER_INTENT} (better 10 or more)"
             )
 
+    warnings.extend(_annotation_warnings(data, tokenize))
+    return ValidationReport(counts=counts, warnings=warnings)
+
+
+def _annotation_warnings(data: TrainingData, tokenize: Callable[[str], list[Token]] | None) -> list[str]:
+    """Entity annotations that start or end with whitespace and, with ``tokenize``, those that do
+    not fall on token boundaries."""
+    found: list[str] = []
     for message in data.messages:
         clean = []
         for entity in message.entities:
             surface = message.text[entity["start"] : entity["end"]]
             if surface != surface.strip():
-                warnings.append(
+                found.append(
                     f"entity '{entity['entity']}' ('{surface}') in example '{message.text}' "
                     "starts or ends with whitespace; annotate the words only"
                 )
@@ -208,11 +216,11 @@ def validate(
         for entity in misaligned_entities(tokens, clean):
             surface = message.text[entity["start"] : entity["end"]]
             words = [t.text for t in tokens if t.start < entity["end"] and t.end > entity["start"]]
-            warnings.append(
+            found.append(
                 f"entity '{entity['entity']}' ('{surface}') in example '{message.text}' does not "
                 f"fall on token boundaries (tokens: {words}); annotate whole tokens"
             )
-    return ValidationReport(counts=counts, warnings=warnings)
+    return found
 
 
 def _repeat_warnings(intents_of: Mapping[str, Counter[str]], explained: set[frozenset[str]]) -> list[str]:

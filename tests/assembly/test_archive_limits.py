@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlu_engine.assembly import persistence
+from nlu_engine.assembly import archive_members, persistence
 from nlu_engine.assembly.model import Model
 from nlu_engine.contract.errors import ArchiveError
 from nlu_engine.contract.npz import load_npz
@@ -102,7 +102,7 @@ def test_a_long_member_name_is_refused(tmp_path: Path, private_tempdir: Path) ->
 def test_implied_folders_count_toward_the_member_limit(
     tmp_path: Path, private_tempdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(persistence, "MAX_MEMBERS", 100)
+    monkeypatch.setattr(archive_members, "MAX_MEMBERS", 100)
     names = ["/".join([f"d{i}", *["a"] * 30]) for i in range(5)]  # a few deep members, many folders
     bad = archive(tmp_path / "folders.tar.gz", *[member(n) for n in names])
     refused(bad, "over 100 files and folders")

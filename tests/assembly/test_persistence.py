@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from nlu_engine.assembly import persistence
+from nlu_engine.assembly import archive_members, persistence
 from nlu_engine.assembly.config import ComponentSpec, load_config
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.classifiers.logistic_regression import LogisticRegressionClassifier
 from nlu_engine.contract.component import IntentClassifier
 from nlu_engine.contract.errors import ArchiveError
+from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 from nlu_engine.training_data import load_data
 
@@ -500,7 +501,7 @@ class WriteSpy:
 @pytest.fixture
 def writes(monkeypatch: pytest.MonkeyPatch) -> WriteSpy:
     spy = WriteSpy()
-    monkeypatch.setattr(persistence, "open", spy.open, raising=False)
+    monkeypatch.setattr(archive_members, "open", spy.open, raising=False)
     return spy
 
 
@@ -534,11 +535,11 @@ def test_extraction_stops_at_the_limit_and_leaves_nothing(
     bomb = rebuild(good_archive, tmp_path / "bomb.tar.gz",
                    extra=[zeros("components/big_a.bin", 2 * 10**6), zeros("components/big_b.bin", 2 * 10**6)])
     destination = tmp_path / "out"
-    with gzip.GzipFile(bomb) as stream, tarfile.open(fileobj=persistence._BoundedReads(stream),
+    with gzip.GzipFile(bomb) as stream, tarfile.open(fileobj=archive_members.BoundedReads(stream),
                                                      mode="r:") as tar:
-        members = persistence._scan_members(bomb, tar, destination, limit=10**9)
+        members = archive_members.scan_members(bomb, tar, destination, limit=10**9)
         with pytest.raises(ArchiveError, match=r"unpacks to over 3\.0 MB"):
-            persistence._extract_members(bomb, tar, members, destination, limit)
+            archive_members.extract_members(bomb, tar, members, destination, limit)
     assert 0 < writes.written <= limit
     assert not destination.exists(), "what was written is removed"
 
@@ -546,8 +547,8 @@ def test_extraction_stops_at_the_limit_and_leaves_nothing(
 def test_a_failed_extraction_keeps_what_was_there(
     good_archive: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    scan = persistence._scan_members
-    monkeypatch.setattr(persistence, "_scan_members", lambda p, t, d, limit: scan(p, t, d, 10**12))
+    scan = archive_members.scan_members
+    monkeypatch.setattr(persistence, "scan_members", lambda p, t, d, limit: scan(p, t, d, 10**12))
     destination = tmp_path / "existing"
     destination.mkdir()
     (destination / "keep.txt").write_text("mine")
@@ -744,6 +745,41 @@ def test_archive_of_0_1_0_predicts_as_recorded() -> None:
     expected = json.loads((OLD_ARCHIVE / "expected.json").read_text(encoding="utf-8"))
     results = Model.load(OLD_ARCHIVE / "model.tar.gz").parse_batch(expected["texts"])
     assert _same_results(results, expected["results"]) == []
+
+
+def test_an_archive_from_before_names_keeps_the_class_and_place_names_it_stored() -> None:
+    """0.1.0 kept no names: its components (features, scores) stay known as it stored them."""
+    model = Model.load(OLD_ARCHIVE / "model.tar.gz")
+    assert persistence.STEP_NAMES not in model.manifest
+    assert [c.pipeline_name() for c in model.pipeline.components[3:6]] == [
+        "CountVectorsFeaturizer_3", "CountVectorsFeaturizer_4", "LogisticRegressionClassifier_5"]
+    message = model.pipeline.process([Message(text="hello there")])[0]
+    assert {"CountVectorsFeaturizer_3", "CountVectorsFeaturizer_4"} <= {f.origin for f in message.features}
+
+
+def test_an_archive_keeps_the_names_and_one_without_them_loads_and_fine_tunes_with_its_positions(
+    good_archive: Path, tmp_path: Path, tiny_data_path: Path, tiny_texts: list[str]
+) -> None:
+    manifest = manifest_of(good_archive)
+    assert manifest[persistence.STEP_NAMES] == [
+        "WhitespaceTokenizer", "CountVectorsFeaturizer-1", "CountVectorsFeaturizer-2",
+        "LogisticRegressionClassifier"]
+    named = Model.load(good_archive)
+    assert [c.pipeline_name() for c in named.pipeline.components] == manifest[persistence.STEP_NAMES]
+    # the same archive as a version before names would have written it
+    del manifest[persistence.STEP_NAMES]
+    old = rebuild(good_archive, tmp_path / "old.tar.gz",
+                  replace={"manifest.json": json.dumps(manifest).encode()})
+    loaded = Model.load(old)
+    assert [c.pipeline_name() for c in loaded.pipeline.components][1:3] == [
+        "CountVectorsFeaturizer_1", "CountVectorsFeaturizer_2"]
+    assert loaded.parse_batch(tiny_texts) == named.parse_batch(tiny_texts)
+    # fine-tuned, it keeps the names its components' state was stored with
+    tuned = train(LOGREG, tiny_data_path, out=tmp_path / "tuned", finetune=old, log=None)
+    assert persistence.STEP_NAMES not in manifest_of(tuned)
+    assert Model.load(tuned).pipeline.components[2].pipeline_name() == "CountVectorsFeaturizer_2"
+    tuned = train(LOGREG, tiny_data_path, out=tmp_path / "tuned_named", finetune=good_archive, log=None)
+    assert manifest_of(tuned)[persistence.STEP_NAMES] == named.manifest[persistence.STEP_NAMES]
 
 
 #: parameters every intent classifier gained after 0.1.0 (calibration), at the front of its config

@@ -450,3 +450,35 @@ def test_finetune_refusals_are_one_line_and_write_nothing(
     result = run("train", "--data", str(DATA), *args, cwd=tmp_path)
     assert_user_error(result, *fragments)
     assert _files(tmp_path) == before and not (tmp_path / "models").exists()
+
+
+COMBINER_ALONE = """language: en
+pipeline:
+- name: WhitespaceTokenizer
+- name: CountVectorsFeaturizer
+- name: IntentCombiner
+"""
+CHOOSER_WITHOUT_CRF = """language: en
+pipeline:
+- name: WhitespaceTokenizer
+- name: CountVectorsFeaturizer
+- name: DIETClassifier
+- name: EntityChooser
+"""
+
+
+@pytest.mark.parametrize("command", [["train"], ["data", "validate"]])
+def test_a_link_the_pipeline_cannot_make_is_one_line_naming_both_components(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A component's declared links (``Component.links``) are checked with the config, by
+    ``train`` and ``data validate`` alike, before anything trains."""
+    write(tmp_path / "combiner.yml", COMBINER_ALONE)
+    result = run(*command, "-c", "combiner.yml", "--data", str(DATA), cwd=tmp_path)
+    assert_user_error(result, "combiner.yml: IntentCombiner (step 3) needs an intent classifier before "
+                      "it: add DIETClassifier or LogisticRegressionClassifier above it")
+    write(tmp_path / "chooser.yml", CHOOSER_WITHOUT_CRF)
+    result = run(*command, "-c", "chooser.yml", "--data", str(DATA), cwd=tmp_path)
+    assert_user_error(result, "chooser.yml: EntityChooser (step 4) names CRFEntityExtractor in "
+                      "`extractors`, which is not in the pipeline: add it above EntityChooser or "
+                      "leave it out of `extractors`")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from nlu_engine.contract.errors import NLUError
-from nlu_engine.evaluation.experiments import compare_configs, cross_validate
+from nlu_engine.evaluation.comparison import compare_configs
+from nlu_engine.evaluation.experiments import cross_validate
 from nlu_engine.training_data import load_data
 from tests.cli.test_cli import DATA, run
 from tests.extras import requires_extra

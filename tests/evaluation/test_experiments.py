@@ -7,13 +7,15 @@ every time, so a fold run alone must score what it scored inside the whole cross
 import pytest
 
 from nlu_engine.contract.errors import ConfigError, DataError
-from nlu_engine.evaluation.experiments import (
-    Quiet,
-    aggregate_folds,
+from nlu_engine.evaluation.comparison import (
     compare_configs,
     comparison_results,
     comparison_split,
     config_names,
+)
+from nlu_engine.evaluation.experiments import (
+    Quiet,
+    aggregate_folds,
     cross_validate,
     cross_validation_fold,
     cross_validation_folds,

@@ -69,9 +69,9 @@ class CalibratedDIET:
     #: whether the network's raw intent probabilities are left for a combiner
     #: (``classifiers/scores.py``): the held-out examples' when calibrating, each parse's
     records_intent_scores: bool = True
-    #: set by the pipeline when an ``EntityChooser`` names this component
-    #: (``entity_chooser.connect_entity_choosers``): it records the entities it predicts for the
-    #: examples it holds out, and on few examples an intent holds out a share that joins late
+    #: set by the pipeline when an ``EntityChooser`` names this component (its ``Link`` asks
+    #: it): it records the entities it predicts for the examples it holds out, and on few
+    #: examples an intent holds out a share that joins late
     records_held_out_entities: bool = False
     index: int
 

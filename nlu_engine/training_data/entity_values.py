@@ -15,7 +15,6 @@ Values are matched after :func:`normalize` (case folded, runs of white space as 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -23,12 +22,9 @@ from dataclasses import dataclass, field
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 
-_SPACE = re.compile(r"\s+")
-
-
 def normalize(value: str) -> str:
     """``value`` as the gazetteer compares it: case folded, white space collapsed, stripped."""
-    return _SPACE.sub(" ", value).strip().casefold()
+    return " ".join(value.split()).casefold()
 
 
 def annotated(message: Message) -> list[tuple[str, str]]:

@@ -119,23 +119,25 @@ class GazetteerFeaturizer(Featurizer):
                     sequence[first + 1 : last + 1, column[kind] + 1] = 1.0
             sentence = sequence.max(axis=0, keepdims=True)
             message.features = [f for f in message.features if f.origin != origin or f.attribute != TEXT]
-            message.add_features(Features(scipy.sparse.csr_matrix(sequence), "sequence", TEXT, origin))
-            message.add_features(Features(scipy.sparse.csr_matrix(sentence), "sentence", TEXT, origin))
+            message.add_features(Features(_csr(sequence), "sequence", TEXT, origin))
+            message.add_features(Features(_csr(sentence), "sentence", TEXT, origin))
 
     def matches(self, text: str, tokens: list[Token],
                 own: Counter[tuple[str, str]] | None = None) -> list[tuple[int, int, str]]:
         """``(first token, last token, type)`` of every known value in ``text``; with ``own``
         (a training example's annotations), a value only it annotated is left out."""
         found = []
+        folded = text.casefold() if len(text.casefold()) == len(text) else None
         for first, start_token in enumerate(tokens):
             for last in range(first, min(len(tokens), first + MAX_SPAN_TOKENS)):
                 span = text[start_token.start : tokens[last].end]
                 if len(span) > self._longest + 8:  # white space collapses; a little slack
                     break
-                for kind in self._known.get(normalize(span), ()):
-                    if own is not None and not self._known_elsewhere(normalize(span), kind, own):
-                        continue
-                    found.append((first, last, kind))
+                key = (" ".join(folded[start_token.start : tokens[last].end].split())
+                       if folded is not None else normalize(span))
+                for kind in self._known.get(key, ()):
+                    if own is None or self._known_elsewhere(key, kind, own):
+                        found.append((first, last, kind))
         return found
 
     def _known_elsewhere(self, key: str, kind: str, own: Counter[tuple[str, str]]) -> bool:
@@ -161,3 +163,12 @@ class GazetteerFeaturizer(Featurizer):
             listed={str(k): {str(v): str(v) for v in vs} for k, vs in stored["values"].items()})
         featurizer._index(values)
         return featurizer
+
+
+def _csr(matrix: np.ndarray) -> scipy.sparse.csr_matrix:
+    """``matrix`` (0 / 1) as CSR, built from its parts (a third of scipy's conversion's time)."""
+    rows, columns = np.nonzero(matrix)
+    indptr = np.zeros(matrix.shape[0] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=matrix.shape[0]), out=indptr[1:])
+    return scipy.sparse.csr_matrix((np.ones(len(rows), dtype=np.float32), columns.astype(np.int32), indptr),
+                                   shape=matrix.shape)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from nlu_engine.contract.message import Message
 from nlu_engine.contract.training_data import TrainingData
 
+
 def normalize(value: str) -> str:
     """``value`` as the gazetteer compares it: case folded, white space collapsed, stripped."""
     return " ".join(value.split()).casefold()

@@ -225,8 +225,8 @@ class DIETClassifier(MultipliedExamples, CalibratedDIET, CalibratedIntentClassif
 
     def data_fingerprint(self, data: TrainingData) -> str:
         """The examples only: the synonym, regex and lookup sections reach DIET through the
-        components before it."""
-        return data.fingerprint(sections=False)
+        components before it (and, with ``entity_swaps``, as values to swap in)."""
+        return data.fingerprint(sections=bool(self.config.entity_swaps))
 
     # --- what the network is built from (``spec.py``) ---------------------------------------
     def network_params(self) -> NetworkParams:

@@ -143,3 +143,15 @@ def test_a_pipeline_trains_on_the_variants(caplog, tmp_path: Path) -> None:
     for entity in parsed["entities"]:
         assert 0 <= entity["start"] < entity["end"] <= len(parsed["text"])
         assert parsed["text"][entity["start"] : entity["end"]] == entity["value"]
+
+
+def test_with_swaps_a_changed_lookup_table_trains_diet_again() -> None:
+    from nlu_engine.classifiers.diet.component import DIETClassifier
+    from nlu_engine.contract.training_data import TrainingData
+
+    examples = [example("to Rome", ("Rome", "city"))]
+    before = TrainingData(messages=examples, lookup_tables=[{"name": "city", "elements": ["Lyon"]}])
+    after = TrainingData(messages=examples, lookup_tables=[{"name": "city", "elements": ["Nice"]}])
+    swapping, plain = DIETClassifier(entity_swaps=2), DIETClassifier()
+    assert swapping.data_fingerprint(before) != swapping.data_fingerprint(after)
+    assert plain.data_fingerprint(before) == plain.data_fingerprint(after)

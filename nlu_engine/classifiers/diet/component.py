@@ -119,8 +119,10 @@ class DIETClassifier(MultipliedExamples, CalibratedDIET, CalibratedIntentClassif
         entity_calibration: Literal["when_held_out", "hold_out", "off"] = "when_held_out"
         #: variants of each training example with an entity, its values swapped for others of
         #: the same type (annotated, lookup tables, synonyms), that the network trains on beside
-        #: it; at most ``multiplying.MAX_MULTIPLIED`` in all; 0: none (``multiplying.py``)
-        entity_swaps: int = param(0, low=0, high=20)
+        #: it, in as many optimizer steps; at most ``multiplying.MAX_MULTIPLIED`` in all; ``auto``:
+        #: two, swapping only the types a lookup table or synonym lists; 0: none
+        #: (``multiplying.py``; BENCHMARKS.md, "Values users already wrote")
+        entity_swaps: int | Literal["auto"] = param(0, low=0, high=20)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)

@@ -37,6 +37,10 @@ from nlu_engine.training_data.entity_values import normalize
 
 logger = logging.getLogger(__name__)
 
+#: ``entity_swaps: auto``: this many variants an example, swapping only the values of the types
+#: a lookup table or synonym lists (swapping annotated values among themselves did not pay:
+#: BENCHMARKS.md, "Values users already wrote")
+AUTO_SWAPS = 2
 #: the most variants drawn in one training, whatever ``entity_swaps`` and the data's size: the
 #: network's epoch grows by at most this many examples
 MAX_MULTIPLIED = 2000
@@ -62,6 +66,12 @@ class MultipliedExamples:
         values = entity_values.collect(data)
         self._listed_values = {kind: list(values.listed.get(kind, {}).values()) for kind in values.annotated}
 
+    def _swaps(self) -> tuple[int, bool]:
+        """Variants an example, and whether only listed types are swapped (``auto``)."""
+        if self.config.entity_swaps != "auto":
+            return int(self.config.entity_swaps), False
+        return (AUTO_SWAPS if any((self._listed_values or {}).values()) else 0), True
+
     def _multiplied(self, examples: list[Message], previous: Any,
                     epochs: int | None) -> tuple[list[Message], int | None]:
         """``examples`` and their annotated variants, and the epochs that keep the network's
@@ -76,15 +86,16 @@ class MultipliedExamples:
         return [*examples, *variants], epochs
 
     def _variants(self, examples: list[Message], previous: Any) -> list[Message]:
-        if (not self.config.entity_swaps or not self.config.entity_recognition
-                or previous is not None or self._listed_values is None):
+        swaps, only_listed = self._swaps()
+        if (not swaps or not self.config.entity_recognition or previous is not None
+                or self._listed_values is None):
             return []
         if any(getattr(c.config, "trainable", False) for c in self._annotators):
             logger.log(NOTICE, "%s: entity_swaps has no effect beside a fine-tuned language model "
                        "(trainable: true)", type(self).__name__)
             return []
-        variants = swapped_variants(examples, self._listed_values, self.config.entity_swaps,
-                                    MAX_MULTIPLIED, self.config.random_seed)
+        variants = swapped_variants(examples, self._listed_values, swaps, MAX_MULTIPLIED,
+                                    self.config.random_seed, only_listed)
         for component in self._annotators:
             if not variants:
                 break
@@ -92,8 +103,8 @@ class MultipliedExamples:
             if TOKENS in component.provides:
                 split_tokens_at_annotations(variants)
         variants = [m for m in variants if m.tokens.get(TEXT)]
-        logger.info("%s: %d examples with other values swapped in (entity_swaps %d)",
-                    type(self).__name__, len(variants), self.config.entity_swaps)
+        logger.info("%s: %d examples with other values swapped in (%d an example)",
+                    type(self).__name__, len(variants), swaps)
         return variants
 
 
@@ -167,10 +178,13 @@ def _draw(values: list[str], old: str, rng: random.Random) -> str:
 
 
 def swapped_variants(examples: list[Message], listed: dict[str, list[str]], per_example: int,
-                     cap: int, seed: int | None) -> list[Message]:
+                     cap: int, seed: int | None, only_listed: bool = False) -> list[Message]:
     """Up to ``per_example`` variants of each swappable example, at most ``cap`` in all, drawn
-    round by round (each example its first variant before any its second), seeded."""
+    round by round (each example its first variant before any its second), seeded;
+    ``only_listed``: only the values of types ``listed`` has values of are swapped."""
     pool = value_pool(examples, listed)
+    if only_listed:
+        pool = {kind: values for kind, values in pool.items() if listed.get(kind)}
     candidates = [(m, e) for m in examples if (e := swappable(m, pool)) is not None]
     rng = random.Random(0 if seed is None else seed)
     variants: list[Message] = []

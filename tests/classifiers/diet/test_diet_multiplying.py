@@ -155,3 +155,22 @@ def test_with_swaps_a_changed_lookup_table_trains_diet_again() -> None:
     swapping, plain = DIETClassifier(entity_swaps=2), DIETClassifier()
     assert swapping.data_fingerprint(before) != swapping.data_fingerprint(after)
     assert plain.data_fingerprint(before) == plain.data_fingerprint(after)
+
+
+def test_auto_swaps_only_the_types_a_lookup_table_or_synonym_lists() -> None:
+    from types import SimpleNamespace
+
+    from nlu_engine.classifiers.diet.multiplying import AUTO_SWAPS, MultipliedExamples
+
+    examples = [example("to Rome on Monday", ("Rome", "city"), ("Monday", "date")),
+                example("to Oslo on Friday", ("Oslo", "city"), ("Friday", "date"))]
+    variants = swapped_variants(examples, {"city": ["Lyon"], "date": []}, 3, 100, 0, only_listed=True)
+    assert variants and all(v.text.endswith(("on Monday", "on Friday")) for v in variants)
+    assert {v.text.split(" on ")[1] for v in variants} == {"Monday", "Friday"}  # kept where it was
+    assert [v.text.split(" on ")[1] for v in variants] == [e.text.split(" on ")[1] for e in examples] * 3
+    diet = MultipliedExamples()
+    diet.config = SimpleNamespace(entity_swaps="auto")
+    diet._listed_values = {"city": [], "date": []}
+    assert diet._swaps() == (0, True)  # nothing listed: no variant
+    diet._listed_values = {"city": ["Lyon"], "date": []}
+    assert diet._swaps() == (AUTO_SWAPS, True)

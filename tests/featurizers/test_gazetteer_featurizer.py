@@ -30,8 +30,8 @@ def sequence_of(message: Message) -> np.ndarray:
     return features.toarray()
 
 
-def trained(messages: list[Message], **data) -> GazetteerFeaturizer:
-    featurizer = GazetteerFeaturizer()
+def trained(messages: list[Message], entity_values: bool = True, **data) -> GazetteerFeaturizer:
+    featurizer = GazetteerFeaturizer(entity_values=entity_values)
     featurizer.train(TrainingData(messages=messages, **data))
     return featurizer
 
@@ -108,6 +108,18 @@ def test_no_values_no_features_and_storage_round_trip(tmp_path: Path) -> None:
     featurizer.process([before])
     loaded.process([after])
     assert (sequence_of(before) == sequence_of(after)).all()
+
+
+def test_by_default_only_listed_values_are_read() -> None:
+    text = "to rome"
+    examples = [tokenized(text, [entity(text, "rome", "city")])]
+    default = GazetteerFeaturizer()
+    default.train(TrainingData(messages=examples))
+    assert default.types_ == []  # annotated values alone: no features, as without it
+    default.train(TrainingData(messages=examples, lookup_tables=[{"name": "city", "elements": ["oslo"]}]))
+    message = tokenized("rome or oslo")
+    default.process([message])
+    assert sequence_of(message).tolist() == [[0, 0], [0, 0], [1, 0]]
 
 
 def test_processing_twice_replaces_its_features() -> None:

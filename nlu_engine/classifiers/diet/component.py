@@ -122,7 +122,7 @@ class DIETClassifier(MultipliedExamples, CalibratedDIET, CalibratedIntentClassif
         #: it, in as many optimizer steps; at most ``multiplying.MAX_MULTIPLIED`` in all; ``auto``:
         #: two, swapping only the types a lookup table or synonym lists; 0: none
         #: (``multiplying.py``; BENCHMARKS.md, "Values users already wrote")
-        entity_swaps: int | Literal["auto"] = param(0, low=0, high=20)
+        entity_swaps: int | Literal["auto"] = param("auto", low=0, high=20)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -227,8 +227,8 @@ class DIETClassifier(MultipliedExamples, CalibratedDIET, CalibratedIntentClassif
 
     def data_fingerprint(self, data: TrainingData) -> str:
         """The examples only: the synonym, regex and lookup sections reach DIET through the
-        components before it (and, with ``entity_swaps``, as values to swap in)."""
-        return data.fingerprint(sections=bool(self.config.entity_swaps))
+        components before it (with ``entity_swaps``, the synonyms and lookup tables too)."""
+        return self.fingerprint_with_values(data)
 
     # --- what the network is built from (``spec.py``) ---------------------------------------
     def network_params(self) -> NetworkParams:

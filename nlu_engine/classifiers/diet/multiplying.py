@@ -66,6 +66,14 @@ class MultipliedExamples:
         values = entity_values.collect(data)
         self._listed_values = {kind: list(values.listed.get(kind, {}).values()) for kind in values.annotated}
 
+    def fingerprint_with_values(self, data: TrainingData) -> str:
+        """The examples' fingerprint, with the synonyms and lookup tables when values are
+        swapped in (their change then trains the network again when fine-tuning)."""
+        if not self.config.entity_swaps or not self.config.entity_recognition:
+            return data.fingerprint(sections=False)
+        return TrainingData(messages=data.messages, synonyms=data.synonyms,
+                            lookup_tables=data.lookup_tables).fingerprint()
+
     def _swaps(self) -> tuple[int, bool]:
         """Variants an example, and whether only listed types are swapped (``auto``)."""
         if self.config.entity_swaps != "auto":

@@ -132,7 +132,7 @@ def test_a_pipeline_trains_on_the_variants(caplog, tmp_path: Path) -> None:
     config = {"language": "en", "pipeline": [
         {"name": "WhitespaceTokenizer"}, {"name": "CountVectorsFeaturizer"},
         {"name": "CountVectorsFeaturizer", "analyzer": "char_wb", "min_ngram": 1, "max_ngram": 3},
-        {"name": "GazetteerFeaturizer"},
+        {"name": "GazetteerFeaturizer", "entity_values": True},
         {"name": "DIETClassifier", "epochs": 3, "transformer_size": 16, "number_of_transformer_layers": 1,
          "entity_swaps": 3, "show_progress": False}]}
     with caplog.at_level(logging.INFO, logger="nlu_engine.classifiers.diet.multiplying"):
@@ -152,9 +152,13 @@ def test_with_swaps_a_changed_lookup_table_trains_diet_again() -> None:
     examples = [example("to Rome", ("Rome", "city"))]
     before = TrainingData(messages=examples, lookup_tables=[{"name": "city", "elements": ["Lyon"]}])
     after = TrainingData(messages=examples, lookup_tables=[{"name": "city", "elements": ["Nice"]}])
-    swapping, plain = DIETClassifier(entity_swaps=2), DIETClassifier()
+    swapping, plain = DIETClassifier(entity_swaps=2), DIETClassifier(entity_swaps=0)
     assert swapping.data_fingerprint(before) != swapping.data_fingerprint(after)
+    assert DIETClassifier().data_fingerprint(before) != DIETClassifier().data_fingerprint(after)  # auto
     assert plain.data_fingerprint(before) == plain.data_fingerprint(after)
+    answers = TrainingData(messages=examples, lookup_tables=before.lookup_tables,
+                           responses={"utter_faq/hours": [{"text": "9 to 5"}]})
+    assert swapping.data_fingerprint(before) == swapping.data_fingerprint(answers)
 
 
 def test_auto_swaps_only_the_types_a_lookup_table_or_synonym_lists() -> None:

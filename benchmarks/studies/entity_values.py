@@ -1,15 +1,17 @@
 """The values users already wrote, put to use (issue 59, item 3): gazetteer features and
 swapped-value examples, each against the shipped ``diet.yml``.
 
-    nice -n 10 .venv/bin/python -m benchmarks.studies.entity_values --gazetteer --swaps 2 \\
+    nice -n 10 .venv/bin/python -m benchmarks.studies.entity_values --gazetteer all --swaps 2 \\
         --shots 5 10 --xsid it id --out benchmark_results/entity_values.json
 
-Trains ``diet.yml`` with, as asked, a ``GazetteerFeaturizer`` after its last sparse featurizer
-(``--gazetteer``) and DIET's ``entity_swaps`` (``--swaps N``); nothing of either gives the shipped
-pipeline. Scored on NLU-Evaluation-Data fold 1 at ``--shots`` examples an intent (the seeded
-files of ``training_configs/fewshot*.yml``, through ``nlu-engine benchmark``: intent accuracy,
-exact-span F1, its training time), and on xSID ``--xsid`` languages (trained on ``valid.md``
-with ``language:`` set, scored on ``test.md`` as ``benchmarks.studies.cross_lingual`` does).
+Trains ``diet.yml`` as it was before either (no ``GazetteerFeaturizer``, ``entity_swaps: 0``)
+with, as asked, a ``GazetteerFeaturizer`` after its last sparse featurizer (``--gazetteer
+listed``: lookup tables and synonyms, as ``diet.yml`` now has it; ``all``: annotated values too)
+and DIET's ``entity_swaps`` (``--swaps N`` or ``auto``, as ``diet.yml`` now).
+Scored on NLU-Evaluation-Data fold 1 at ``--shots`` examples an intent (the seeded files of
+``training_configs/fewshot*.yml``, through ``nlu-engine benchmark``: intent accuracy, exact-span
+F1, its training time), and on xSID ``--xsid`` languages (trained on ``valid.md`` with
+``language:`` set, scored on ``test.md`` as ``benchmarks.studies.cross_lingual`` does).
 ``--lookup-from FILE`` adds to the few-shot files one lookup table per entity type, holding every
 value of the type annotated in ``FILE`` (fold 1's whole training split: the lists a bot's
 author keeps of their cities and products).
@@ -32,16 +34,17 @@ FOLD1_TEST = DATASETS / "NLU-Evaluation-Data" / "KFold_1" / "test.md"
 SPARSE = ("CountVectorsFeaturizer", "LexicalSyntacticFeaturizer", "RegexFeaturizer")
 
 
-def pipeline(gazetteer: bool) -> dict[str, Any]:
-    """``diet.yml``, with a GazetteerFeaturizer after its last sparse featurizer when asked."""
+def pipeline(gazetteer: str) -> dict[str, Any]:
+    """``diet.yml`` without its GazetteerFeaturizer, with one after its last sparse featurizer
+    when asked (``listed``: lookup tables and synonyms; ``all``: annotated values too)."""
     import yaml
 
     config = yaml.safe_load(DIET_CONFIG.read_text(encoding="utf-8"))
-    if gazetteer:
-        steps = config["pipeline"]
+    steps = [step for step in config["pipeline"] if step["name"] != "GazetteerFeaturizer"]
+    if gazetteer != "off":
         last = max(i for i, step in enumerate(steps) if step["name"] in SPARSE)
-        steps.insert(last + 1, {"name": "GazetteerFeaturizer"})
-    return config
+        steps.insert(last + 1, {"name": "GazetteerFeaturizer", "entity_values": gazetteer == "all"})
+    return {**config, "pipeline": steps}
 
 
 def lookup_sections(source: Path) -> str:
@@ -89,14 +92,15 @@ def xsid(language: str, config: dict[str, Any], overrides: list[str]) -> dict[st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--gazetteer", action="store_true", help="add a GazetteerFeaturizer")
-    parser.add_argument("--swaps", type=int, default=0, help="DIET's entity_swaps (default 0)")
+    parser.add_argument("--gazetteer", choices=["off", "listed", "all"], default="off",
+                        help="a GazetteerFeaturizer of listed values, or of annotated ones too")
+    parser.add_argument("--swaps", default="0", help="DIET's entity_swaps: a number or auto (default 0)")
     parser.add_argument("--shots", type=int, nargs="*", default=[5, 10], choices=[5, 10, 30])
     parser.add_argument("--xsid", nargs="*", default=["it", "id"], metavar="LANGUAGE")
     parser.add_argument("--lookup-from", type=Path, default=None, metavar="FILE")
     parser.add_argument("--out", type=Path, default=RESULTS / "entity_values.json")
     args = parser.parse_args(argv)
-    overrides = [f"DIETClassifier.entity_swaps={args.swaps}"] if args.swaps else []
+    overrides = [f"DIETClassifier.entity_swaps={args.swaps}"]
     config = pipeline(args.gazetteer)
     lookup = lookup_sections(args.lookup_from) if args.lookup_from else ""
     rows = []

@@ -36,6 +36,7 @@ COMPONENTS: dict[str, str] = {
         "nlu_engine.featurizers.sparse.lexical_syntactic:LexicalSyntacticFeaturizer"
     ),
     "RegexFeaturizer": "nlu_engine.featurizers.sparse.regex:RegexFeaturizer",
+    "GazetteerFeaturizer": "nlu_engine.featurizers.sparse.gazetteer:GazetteerFeaturizer",
     # the message's language (no features: it writes message.language)
     "LanguageIdentifier": "nlu_engine.featurizers.language_identifier:LanguageIdentifier",
     # dense featurizers

@@ -23,6 +23,7 @@ from nlu_engine.classifiers import calibration, scores
 from nlu_engine.classifiers.calibrated import CalibratedIntentClassifier
 from nlu_engine.classifiers.diet import encoding, storage
 from nlu_engine.classifiers.diet.calibrating import IN_SCOPE_VECTOR, CalibratedDIET
+from nlu_engine.classifiers.diet.multiplying import MultipliedExamples
 from nlu_engine.classifiers.diet.resume import StoredModel, example_hashes, plan
 from nlu_engine.classifiers.diet.spec import (
     NetworkParams,
@@ -58,7 +59,7 @@ PREDICT_BATCH = 64
 logger = logging.getLogger(__name__)
 
 
-class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor):
+class DIETClassifier(MultipliedExamples, CalibratedDIET, CalibratedIntentClassifier, EntityExtractor):
     """Dual Intent and Entity Transformer, with Rasa's parameter names and meanings.
 
     Defaults that differ from Rasa 3.6 (see the README): ``epochs`` 20 instead of 300 (more on
@@ -116,6 +117,12 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         #: the intents and nothing else is held out: a share joins the last epochs, as for an
         #: EntityChooser; ``off``: the CRF's marginals as they are
         entity_calibration: Literal["when_held_out", "hold_out", "off"] = "when_held_out"
+        #: variants of each training example with an entity, its values swapped for others of
+        #: the same type (annotated, lookup tables, synonyms), that the network trains on beside
+        #: it, in as many optimizer steps; at most ``multiplying.MAX_MULTIPLIED`` in all; ``auto``:
+        #: two, swapping only the types a lookup table or synonym lists; 0: none
+        #: (``multiplying.py``; BENCHMARKS.md, "Values users already wrote")
+        entity_swaps: int | Literal["auto"] = param("auto", low=0, high=20)
         hidden_layers_sizes: dict[str, list[int]] = param({"text": [], "label": []}, low=1)
         share_hidden_layers: bool = False
         transformer_size: int | None = param(256, low=1)
@@ -220,8 +227,8 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
 
     def data_fingerprint(self, data: TrainingData) -> str:
         """The examples only: the synonym, regex and lookup sections reach DIET through the
-        components before it."""
-        return data.fingerprint(sections=False)
+        components before it (with ``entity_swaps``, the synonyms and lookup tables too)."""
+        return self.fingerprint_with_values(data)
 
     # --- what the network is built from (``spec.py``) ---------------------------------------
     def network_params(self) -> NetworkParams:
@@ -328,6 +335,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
             logger.log(NOTICE, "%s: contrastive_pairs has no effect: no language model is "
                        "fine-tuned (trainable: true)", self.component_name())
         self._learn_vocabularies(data, examples)
+        self._learn_listed_values(data)
         if self.config.entity_recognition and not self.tag_vocab_ and not self.config.intent_classification:
             raise ConfigError("DIETClassifier: entity_recognition is on but the data has no entities")
         self.head_ = None
@@ -364,6 +372,7 @@ class DIETClassifier(CalibratedDIET, CalibratedIntentClassifier, EntityExtractor
         from nlu_engine.classifiers.diet.training import LateJoin, fit
 
         self._seed()
+        examples, epochs = self._multiplied(examples, previous, epochs)
         starts = self._tune_contrastively(examples)
         every = examples + (late or [])
         label_features = self._label_features(every)

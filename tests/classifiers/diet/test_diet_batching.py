@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse
 
-from nlu_engine.classifiers.diet.batching import EncodedData, make_batch, stack_blocks
+from nlu_engine.classifiers.diet.batching import EncodedData, balanced_order, make_batch, stack_blocks
 
 
 def _random_csr(rng: np.random.Generator, rows: int, cols: int) -> scipy.sparse.csr_matrix:
@@ -112,3 +112,24 @@ def test_without_a_transformer_balanced_batches_keep_their_mix_of_labels() -> No
     assert max(len(b) for b in mixed) - min(len(b) for b in mixed) <= 1
     grouped = epoch_batches(_spec(2), data, 0, 1, np.random.default_rng(0))
     assert sum(len(np.unique(data.label_ids[b])) == 1 for b in grouped) >= len(grouped) - 4
+
+
+def test_a_balanced_epoch_of_a_tiny_bot_holds_each_example_once_a_visit() -> None:
+    """32 examples against a batch of 256: Rasa's share would take 49 of a 6-example label a
+    visit (each example eight times in one batch); capped at the label's own, the epoch is the
+    data once, every example in it."""
+    labels = np.repeat(np.arange(5), [6, 6, 7, 7, 6])
+    order = balanced_order(labels, 256, np.random.default_rng(0))
+    assert sorted(order.tolist()) == list(range(32))
+
+
+def test_a_balanced_epoch_of_data_larger_than_a_batch_is_rasas() -> None:
+    """640 examples, 64 labels of 10, batches of 256: a visit takes 5 of a label, under its 10,
+    so the cap changes nothing (the order is the same draw as without it)."""
+    labels = np.repeat(np.arange(64), 10)
+    order = balanced_order(labels, 256, np.random.default_rng(3))
+    counts = np.bincount(order, minlength=640)
+    assert counts.min() >= 1 and len(order) >= 640
+    # every visit takes int(10 / 640 * 256) + 1 = 5 examples of its label, so the epoch is a
+    # whole number of such visits
+    assert len(order) % 5 == 0

@@ -77,6 +77,10 @@ def _logit(p: np.ndarray) -> np.ndarray:
     return np.log(p / (1 - p))
 
 
+#: a mean variance a dimension below this is no spread at all (``InScope.fit``)
+TINY_SPREAD = 1e-12
+
+
 @dataclass
 class InScope:
     """Mahalanobis distance to the nearest intent's examples, and held-out distances to rank it
@@ -104,6 +108,15 @@ class InScope:
         centred = vectors - means[labels]
         covariance = centred.T @ centred / max(len(vectors) - len(classes), 1)
         target = np.trace(covariance) / len(covariance)
+        if target <= TINY_SPREAD:
+            # one example a class (a fold of a bot with two an intent): no spread within a class
+            # to measure, so the spread of all the vectors around their mean stands in, and
+            # the identity where there is none at all
+            spread = vectors - vectors.mean(axis=0)
+            covariance = spread.T @ spread / max(len(vectors) - 1, 1)
+            target = np.trace(covariance) / len(covariance)
+            if target <= TINY_SPREAD:
+                covariance, target = np.eye(len(covariance)), 1.0
         covariance = (1 - SHRINKAGE) * covariance + SHRINKAGE * target * np.eye(len(covariance))
         model = cls(means=means[classes], precision=np.linalg.inv(covariance),
                     reference=np.zeros(0), alpha=alpha)

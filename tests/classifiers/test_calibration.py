@@ -180,3 +180,16 @@ def test_the_top_label_scaling_needs_enough_held_out_errors(wrong: int, platt: b
     assert ((fitted.top_slope, fitted.top_bias) != (1.0, 0.0)) is platt
 
 
+
+
+def test_in_scope_fits_on_one_example_a_class() -> None:
+    """A cross-fitting fold of a bot with two examples an intent holds one of each: no spread
+    within a class, so the spread of all the vectors stands in (it raised a singular matrix)."""
+    rng = np.random.default_rng(0)
+    train = rng.normal(size=(6, 8))
+    labels = np.arange(6)
+    model = InScope.fit(train, labels, rng.normal(size=(4, 8)))
+    own, far = model.distances(train), model.distances(train[:1] + 10.0)[0]
+    assert np.all(np.isfinite(own)) and own.max() < 1e-3 * far  # each at its own mean, in float32
+    same = InScope.fit(np.ones((3, 8)), np.arange(3), np.ones((2, 8)))  # no spread at all
+    assert np.all(np.isfinite(same.reference))

@@ -787,7 +787,7 @@ def test_an_archive_keeps_the_names_and_one_without_them_loads_and_fine_tunes_wi
 ADDED_SINCE_0_1_0 = ("calibration", "calibration_share", "out_of_scope_intent", "calibration_refit_below",
                      "calibration_join_share", "sentence_head_below", "head_transformer_layers",
                      "head_transformer_entities", "contrastive_pairs", "entity_calibration",
-                     "language_tokenizer", "token_features")
+                     "language_tokenizer", "token_features", "entity_swaps")
 
 
 def test_manifest_pipeline_format_is_unchanged() -> None:
@@ -811,7 +811,7 @@ def test_manifest_pipeline_format_is_unchanged() -> None:
         f"{{{common}}}", '{"language_tokenizer": true}',
         f'{{{common}, "calibration_refit_below": 2000, "calibration_join_share": 0.25, '
         '"sentence_head_below": 50, "head_transformer_layers": "auto", "head_transformer_entities": '
-        '1000, "contrastive_pairs": 0, "entity_calibration": "when_held_out"}'}
+        '1000, "contrastive_pairs": 0, "entity_calibration": "when_held_out", "entity_swaps": "auto"}'}
     assert any("calibration_refit_below" in a for a in added)
     without = [{k: v for k, v in spec.items() if k not in ADDED_SINCE_0_1_0} for spec in resolved]
     assert json.dumps(without) == json.dumps(stored)

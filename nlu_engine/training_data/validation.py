@@ -191,6 +191,14 @@ def validate(
                 f"{MIN_EXAMPLES_PER_INTENT} (better 10 or more)"
             )
 
+    for entity, number in counts.per_entity.items():
+        if number == 1:
+            warnings.append(
+                f"entity '{entity}' is annotated in only 1 example; it trains, but a tagger learns "
+                f"little from one: annotate it in more examples (better 5 or more) or list its "
+                f"values in a lookup table"
+            )
+
     warnings.extend(_annotation_warnings(data, tokenize))
     return ValidationReport(counts=counts, warnings=warnings)
 

@@ -24,6 +24,7 @@ def clean_data() -> TrainingData:
             example("hello", "greet"),
             example("fly to [Berlin]{\"entity\": \"city\", \"role\": \"to\"}", "travel"),
             example("fly from [NYC](city) on [monday](date)", "travel"),
+            example("fly on [friday](date)", "travel"),
             example("what's your name", "faq/ask_name"),
             example("who are you", "faq/ask_name"),
         ],
@@ -35,12 +36,12 @@ def clean_data() -> TrainingData:
 def test_counts():
     report = validate(clean_data(), words)
     counts = report.counts
-    assert counts.examples == 6
+    assert counts.examples == 7
     assert counts.intents == 3
     assert counts.entity_types == 2
-    assert counts.entity_annotations == 3
-    assert counts.per_intent == {"faq/ask_name": 2, "greet": 2, "travel": 2}
-    assert counts.per_entity == {"city": 2, "date": 1}
+    assert counts.entity_annotations == 4
+    assert counts.per_intent == {"faq/ask_name": 2, "greet": 2, "travel": 3}
+    assert counts.per_entity == {"city": 2, "date": 2}
     assert counts.per_role == {"to": 1}
     assert counts.synonyms == 1
     assert counts.regex_features == 1
@@ -123,7 +124,7 @@ def test_format_and_as_dict():
     data.messages.append(example("bye", "goodbye"))
     report = validate(data, words)
     text = report.format()
-    assert text.splitlines()[0].startswith("7 examples, 4 intents, 2 entity types")
+    assert text.splitlines()[0].startswith("8 examples, 4 intents, 2 entity types")
     assert "  travel" in text
     assert "1 warnings:" in text
     assert "intent 'goodbye' has only 1 example" in text
@@ -328,3 +329,11 @@ def test_data_in_its_language_s_script_or_saying_too_little_is_not_warned_about(
     assert script_warnings(JAPANESE, "xx") == []
     assert script_warnings(["hi", "こんにちは"], "en") == []  # too few letters to tell
     assert script_warnings(JAPANESE, None) == []  # type: ignore[arg-type]
+
+
+def test_an_entity_type_with_one_annotation_is_named():
+    data = clean_data()
+    data.messages.append(example("a table for [two](people)", "travel"))
+    warnings = validate(data).warnings
+    assert len(warnings) == 1
+    assert warnings[0].startswith("entity 'people' is annotated in only 1 example; it trains")

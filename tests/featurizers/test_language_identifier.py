@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("py3langid")
-
 import nlu_engine.featurizers.language_identifier as module
 from nlu_engine.assembly.model import Model, train
 from nlu_engine.contract.errors import ArchiveError, ConfigError
